@@ -1,0 +1,7 @@
+#include "tritium/core.h"
+
+namespace tritium {
+
+const char* version() { return TRITIUM_VERSION; }
+
+}  // namespace tritium

@@ -1,0 +1,130 @@
+#include "runner.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "frame.h"
+
+namespace tritium::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Startup imports torch, which takes seconds on a cold disk.
+constexpr double kStartupTimeoutS = 180;
+
+Clock::time_point deadline_after(double seconds) {
+  return Clock::now() + std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+// Moves a descriptor above the range the child's dup2 targets use, keeping close-on-exec.
+int move_high(int fd) {
+  const int high = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  close(fd);
+  return high;
+}
+
+std::string make_log_path() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "tritium-runner-XXXXXX").string();
+  const int fd = mkstemp(pattern.data());
+  if (fd >= 0) close(fd);
+  return pattern;
+}
+
+}  // namespace
+
+Runner::Runner(RunnerOptions options) : options_(std::move(options)) {
+  if (options_.python.empty()) options_.python = find_python();
+}
+
+Runner::~Runner() {
+  stop();
+  if (!log_path_.empty()) unlink(log_path_.c_str());
+}
+
+void Runner::stop() {
+  if (channel_ >= 0) close(channel_);
+  channel_ = -1;
+  kill_group(child_);
+}
+
+std::string Runner::log_tail() const {
+  std::ifstream in(log_path_);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t") != std::string::npos) last = line;
+  return last;
+}
+
+std::optional<Error> Runner::ensure_started() {
+  if (child_.pid > 0 && try_reap(child_) < 0) return std::nullopt;
+  stop();
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    return Error{fmt::format("cannot create the runner channel: {}", strerror(errno))};
+  channel_ = move_high(fds[0]);
+  const int child_end = move_high(fds[1]);
+  if (log_path_.empty()) log_path_ = make_log_path();
+
+  SpawnSpec spec{{options_.python, "-m", "tritium.runner", "--channel-fd", "3", "--device", options_.device},
+                 {}, child_end, log_path_};
+  auto child = spawn(spec);
+  close(child_end);
+  if (!child) {
+    stop();
+    return Error{fmt::format("{}; set TRITIUM_PYTHON to a Python with tritium and torch installed",
+                             child.error().message)};
+  }
+  child_ = *child;
+
+  std::string payload;
+  const auto status = read_frame(channel_, deadline_after(kStartupTimeoutS), payload);
+  if (status == ReadStatus::ok) {
+    hello_ = Json::parse(payload, nullptr, false);
+    if (hello_.is_object() && hello_.value("ok", false)) return std::nullopt;
+  }
+  const std::string why = hello_.is_object() && hello_.contains("error") ? hello_["error"].get<std::string>()
+                                                                         : log_tail();
+  stop();
+  return Error{fmt::format("the runner ({} -m tritium.runner) did not start: {}; install the Python "
+                           "package and its dependencies (make setup), or set TRITIUM_PYTHON",
+                           options_.python, why.empty() ? "no output" : why)};
+}
+
+Reply Runner::call(const Json& request, double timeout_s) {
+  if (!write_frame(channel_, request.dump())) {
+    stop();
+    return {Reply::Kind::died, nullptr, "the runner exited before the request was sent"};
+  }
+  std::string payload;
+  switch (read_frame(channel_, deadline_after(timeout_s), payload)) {
+    case ReadStatus::ok: {
+      Json body = Json::parse(payload, nullptr, false);
+      if (body.is_object()) return {Reply::Kind::ok, std::move(body), ""};
+      stop();
+      return {Reply::Kind::bad_frame, nullptr, "the runner sent a frame that is not a JSON object"};
+    }
+    case ReadStatus::timeout:
+      stop();
+      return {Reply::Kind::timeout, nullptr, fmt::format("no answer within {:g} s", timeout_s)};
+    case ReadStatus::closed: {
+      const int status = try_reap(child_);
+      const std::string how = status >= 0 ? describe_wait_status(status) : "closed its channel";
+      stop();
+      return {Reply::Kind::died, nullptr, fmt::format("the runner died ({})", how)};
+    }
+    case ReadStatus::bad_frame:
+      stop();
+      return {Reply::Kind::bad_frame, nullptr, "the runner sent an oversized frame"};
+  }
+  return {Reply::Kind::bad_frame, nullptr, "unreachable"};
+}
+
+}  // namespace tritium::exec

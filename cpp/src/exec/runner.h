@@ -1,0 +1,47 @@
+// Private to exec: one warm runner process (python -m tritium.runner) and its channel.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "process.h"
+#include "tritium/exec.h"
+
+namespace tritium::exec {
+
+/// An answer from the runner, or why there is none.
+struct Reply {
+  enum class Kind { ok, timeout, died, bad_frame };
+  Kind kind = Kind::ok;
+  Json body;           // the answer when kind == ok
+  std::string detail;  // otherwise: what happened, for the message
+};
+
+/// Starts lazily, answers one request at a time, and is killed (whole process group) on timeout
+/// or protocol failure; the next call starts a fresh one.
+class Runner {
+ public:
+  explicit Runner(RunnerOptions options);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  /// Starts the runner if it is not running; the error says how to fix the environment.
+  std::optional<Error> ensure_started();
+  /// Sends one request and waits up to `timeout_s` for its answer.
+  Reply call(const Json& request, double timeout_s);
+  void stop();
+  /// What the runner said when it started: python and torch versions.
+  const Json& hello() const { return hello_; }
+
+ private:
+  std::string log_tail() const;
+
+  RunnerOptions options_;
+  Child child_;
+  int channel_ = -1;
+  std::string log_path_;
+  Json hello_;
+};
+
+}  // namespace tritium::exec

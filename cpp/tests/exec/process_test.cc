@@ -1,0 +1,79 @@
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "../../src/exec/process.h"
+
+namespace tritium::exec {
+namespace {
+
+int wait_exit(Child& child) {
+  for (int i = 0; i < 500; ++i) {
+    if (int status = try_reap(child); status >= 0) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+TEST(Spawn, RunsAProgramAndCapturesItsOutput) {
+  const std::string out = ::testing::TempDir() + "/spawn_out.txt";
+  auto child = spawn({{"sh", "-c", "echo hello; echo oops >&2; exit 3"}, {}, -1, out});
+  ASSERT_TRUE(child) << child.error().message;
+  const int status = wait_exit(*child);
+  EXPECT_EQ(describe_wait_status(status), "exit code 3");
+  std::ifstream in(out);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "hello\noops\n");
+}
+
+TEST(Spawn, NamesAProgramThatDoesNotExist) {
+  auto child = spawn({{"/no/such/program"}, {}, -1, ""});
+  ASSERT_FALSE(child);
+  EXPECT_NE(child.error().message.find("/no/such/program"), std::string::npos);
+}
+
+TEST(Spawn, ChildLeadsItsOwnProcessGroup) {
+  auto child = spawn({{"sleep", "30"}, {}, -1, ""});
+  ASSERT_TRUE(child);
+  EXPECT_EQ(getpgid(child->pid), child->pid);
+  kill_group(*child);
+  EXPECT_EQ(child->pid, -1);
+}
+
+TEST(KillGroup, AlsoKillsGrandchildren) {
+  const std::string pidfile = ::testing::TempDir() + "/grandchild.pid";
+  auto child = spawn({{"sh", "-c", "sleep 60 & echo $! > " + pidfile + "; wait"}, {}, -1, ""});
+  ASSERT_TRUE(child);
+  pid_t grandchild = 0;
+  for (int i = 0; i < 200 && grandchild == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream in(pidfile);
+    in >> grandchild;
+  }
+  ASSERT_GT(grandchild, 0);
+  kill_group(*child);
+  // The orphaned grandchild is reaped by init; it must be gone or a zombie soon.
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(grandchild) + "/stat");
+    std::string pid, comm, state;
+    gone = !(stat >> pid >> comm >> state) || state == "Z";
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone);
+}
+
+TEST(DescribeWaitStatus, NamesSignals) {
+  auto child = spawn({{"sh", "-c", "kill -SEGV $$"}, {}, -1, ""});
+  ASSERT_TRUE(child);
+  EXPECT_EQ(describe_wait_status(wait_exit(*child)).rfind("signal 11", 0), 0u);
+}
+
+}  // namespace
+}  // namespace tritium::exec

@@ -1,0 +1,58 @@
+// The CLI's shared conventions: exit codes, errors, JSON output, progress. No logic of its own:
+// subcommands translate flags into calls of the library and print what comes back.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "tritium/core.h"
+
+namespace tritium::cli {
+
+/// Exit codes, documented in docs/cli.md.
+enum ExitCode : int {
+  kOk = 0,           // the command did what was asked and found nothing wrong
+  kFailures = 1,     // it ran, and some items failed (a broken task, an incorrect kernel)
+  kUsage = 2,        // bad flag, bad or missing input: the message says what to fix
+  kEnvironment = 3,  // the environment cannot do it (no Python runner, no torch, no GPU)
+  kInternal = 4,     // a bug in Tritium: please report it
+};
+
+/// A parsed subcommand and what runs it.
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+using Commands = std::vector<Command>;
+
+/// Every subcommand registers itself through one of these (cmd_*.cc).
+void add_help_command(CLI::App& root, Commands& commands);
+void add_version_command(CLI::App& root, Commands& commands);
+void add_tasks_command(CLI::App& root, Commands& commands);
+
+/// Prints "tritium: error: MESSAGE" on stderr and returns `code`.
+int fail(int code, const std::string& message);
+
+/// Prints a JSON document on stdout, one line per document.
+void print_json(const Json& document);
+
+bool is_terminal(int fd);
+
+/// A count/rate/ETA line on stderr while it is a terminal; silent in pipes and CI.
+class Progress {
+ public:
+  explicit Progress(std::size_t total);
+  void update(std::size_t done, const std::string& label);
+  void clear();
+
+ private:
+  std::size_t total_;
+  bool enabled_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace tritium::cli

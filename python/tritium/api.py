@@ -1,0 +1,32 @@
+"""The Python face of Tritium's C++ core (tritium._core)."""
+
+import json
+import os
+import sys
+
+from . import _core
+
+
+def version() -> str:
+    """Tritium's version, e.g. "0.1.0"."""
+    return _core.version()
+
+
+def load_suite(path: str | os.PathLike, with_source: bool = False) -> dict:
+    """Loads a task suite: a .py task, a directory of them or a .jsonl file.
+
+    Returns {"suite", "tasks": [{"id", "origin", "level", "meta", "source"?}], "problems": [...]};
+    raises ValueError when the path itself is unusable.
+    """
+    return json.loads(_core.load_suite_json(os.fspath(path), with_source))
+
+
+def check_suite(
+    path: str | os.PathLike, device: str = "cpu", timeout_s: float = 60.0, seed: int = 0, python: str | None = None
+) -> dict:
+    """Runs each task's reference in a runner process (like `tritium tasks PATH --check --json`).
+
+    The runner uses `python` (default: this interpreter). Raises ValueError for an unusable path and
+    RuntimeError when no runner can start.
+    """
+    return json.loads(_core.check_suite_json(os.fspath(path), device, timeout_s, seed, python or sys.executable))

@@ -1,0 +1,140 @@
+"""Running a KernelBench-format task's reference: Model(*get_init_inputs())(*get_inputs())."""
+
+import statistics
+import time
+import traceback
+import types
+
+import torch
+
+TIMED_RUNS = 3
+
+
+class TaskFailure(Exception):
+    """A task that cannot run, with the stage that failed and the line in the task file."""
+
+    def __init__(self, stage: str, message: str, line: int | None = None):
+        super().__init__(message)
+        self.stage = stage
+        self.line = line
+
+
+def _task_line(exc: BaseException, filename: str) -> int | None:
+    """The innermost line of the task file in the exception's traceback."""
+    if isinstance(exc, SyntaxError) and exc.filename == filename:
+        return exc.lineno
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == filename:
+            line = frame.lineno
+    return line
+
+
+def _fail(stage: str, what: str, exc: BaseException, filename: str) -> TaskFailure:
+    message = f"{what}: {type(exc).__name__}: {exc}".rstrip(": ")
+    if isinstance(exc, SyntaxError):
+        message = f"{what}: SyntaxError: {exc.msg}"
+    return TaskFailure(stage, message, _task_line(exc, filename))
+
+
+def load_module(source: str, filename: str, name: str = "tritium_task") -> types.ModuleType:
+    """Executes a task source as a fresh module (never via sys.modules: tasks share names)."""
+    try:
+        code = compile(source, filename, "exec")
+    except SyntaxError as exc:
+        raise _fail("load", "does not parse", exc, filename) from None
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    try:
+        exec(code, module.__dict__)
+    except BaseException as exc:  # noqa: BLE001 - a task may raise anything, SystemExit included
+        raise _fail("load", "failed at import", exc, filename) from None
+    return module
+
+
+def _require(module: types.ModuleType, name: str, what: str):
+    value = getattr(module, name, None)
+    if not callable(value):
+        raise TaskFailure("load", f"missing {what}; a KernelBench task defines Model, get_inputs() and get_init_inputs()")
+    return value
+
+
+def _to_device(values, device: str):
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _describe(tensors) -> list[dict]:
+    return [{"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for t in tensors]
+
+
+def _flatten_outputs(out) -> list[torch.Tensor]:
+    items = list(out) if isinstance(out, (tuple, list)) else [out]
+    for i, item in enumerate(items):
+        if not isinstance(item, torch.Tensor):
+            where = "forward returned" if len(items) == 1 and not isinstance(out, (tuple, list)) else f"output {i} is"
+            raise TaskFailure("output", f"{where} {type(item).__name__}; expected a tensor or a tuple of tensors")
+    if not items:
+        raise TaskFailure("output", "forward returned an empty sequence; expected at least one tensor")
+    return items
+
+
+def _synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _timed_forward(model, inputs, device: str) -> tuple[object, float]:
+    """One warm-up call, then the median of TIMED_RUNS calls, in milliseconds."""
+    out = model(*inputs)
+    _synchronize(device)
+    times = []
+    for _ in range(TIMED_RUNS):
+        start = time.perf_counter()
+        model(*inputs)
+        _synchronize(device)
+        times.append((time.perf_counter() - start) * 1e3)
+    return out, statistics.median(times)
+
+
+def _stage(stage: str, what: str, filename: str, fn, *args):
+    try:
+        return fn(*args)
+    except TaskFailure:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        raise _fail(stage, what, exc, filename) from None
+
+
+def check_task(request: dict) -> dict:
+    """Builds the model, runs forward on the task's inputs, and describes what went in and out."""
+    filename = request.get("filename") or request.get("id", "<task>")
+    device = request.get("device", "cpu")
+    torch.manual_seed(int(request.get("seed", 0)))
+    try:
+        module = load_module(request["source"], filename)
+        model_cls = _require(module, "Model", "class Model")
+        get_inputs = _require(module, "get_inputs", "get_inputs()")
+        get_init_inputs = _require(module, "get_init_inputs", "get_init_inputs()")
+
+        start = time.perf_counter()
+        init_inputs = _stage("init", "get_init_inputs() raised", filename, get_init_inputs)
+        model = _stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs).to(device))
+        init_ms = (time.perf_counter() - start) * 1e3
+
+        inputs = _stage("inputs", "get_inputs() raised", filename, get_inputs)
+        if not isinstance(inputs, (list, tuple)):
+            raise TaskFailure("inputs", f"get_inputs() returned {type(inputs).__name__}; expected a list of inputs")
+        inputs = _to_device(inputs, device)
+
+        with torch.no_grad():
+            out, forward_ms = _stage("forward", "forward raised", filename, _timed_forward, model, inputs, device)
+        outputs = _flatten_outputs(out)
+    except TaskFailure as failure:
+        return {"ok": False, "stage": failure.stage, "error": str(failure), **({"line": failure.line} if failure.line else {})}
+    return {
+        "ok": True,
+        "inputs": _describe([x for x in inputs if isinstance(x, torch.Tensor)]),
+        "outputs": _describe(outputs),
+        "init_ms": init_ms,
+        "forward_ms": forward_ms,
+    }
