@@ -61,7 +61,8 @@ void add_help_command(CLI::App& root, Commands& commands) {
                           return kOk;
                         }
                         if (topic->empty()) {
-                          std::cout << root.help();
+                          // root.help() would describe the selected subcommand, `help` itself.
+                          std::cout << root.get_formatter()->make_help(&root, "tritium", CLI::AppFormatMode::Normal);
                           return kOk;
                         }
                         try {

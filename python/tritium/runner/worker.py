@@ -26,6 +26,9 @@ def _child(handler, request: dict, result_fd: int, output_fd: int) -> None:
     try:
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
+        # The parent's sys.stdout may not be fd 1 (an embedding host, pytest): point both at it.
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
         try:
             result = handler(request)
         except BaseException as exc:  # noqa: BLE001 - the worker must always answer

@@ -1,0 +1,34 @@
+"""2D convolution with bias: nn.Conv2d(3, 8, kernel_size=3, stride=1, padding=1) applied to
+x of shape (2, 3, 17, 17), giving (2, 8, 17, 17)."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Standard 2D convolution (square kernel, with bias)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int, padding: int):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding, bias=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+batch_size = 2
+in_channels = 3
+out_channels = 8
+height = 17
+width = 17
+kernel_size = 3
+stride = 1
+padding = 1
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, stride, padding]

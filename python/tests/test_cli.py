@@ -1,0 +1,106 @@
+"""The `tritium` command as a user runs it: the installed executable, real runner processes."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLE_TASKS, FIXTURES
+
+TRITIUM = shutil.which("tritium", path=os.path.dirname(sys.executable)) or shutil.which("tritium")
+
+
+def run(*args, timeout=300):
+    assert TRITIUM, "the tritium command is installed beside this Python (make setup)"
+    return subprocess.run([TRITIUM, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def test_version():
+    from tritium import __version__
+
+    assert run("--version").stdout.strip() == f"tritium {__version__}"
+    assert json.loads(run("version", "--json").stdout) == {"tritium": __version__}
+
+
+def test_help_lists_the_commands():
+    out = run("help").stdout
+    assert "tasks" in out and "version" in out
+    commands = {c["name"] for c in json.loads(run("help", "--json").stdout)["commands"]}
+    assert {"help", "version", "tasks"} <= commands
+    assert "--check" in run("tasks", "--help").stdout
+    assert "--check" in run("help", "tasks").stdout
+
+
+def test_an_unknown_flag_is_a_usage_error_in_one_line():
+    result = run("tasks", str(EXAMPLE_TASKS), "--frobnicate")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tritium: error:") and "tritium tasks --help" in lines[0]
+
+
+def test_an_unknown_command_is_a_usage_error():
+    assert run("frobnicate").returncode == 2
+    assert run("help", "frobnicate").returncode == 2
+
+
+def test_a_missing_suite_names_the_path_and_the_fix():
+    result = run("tasks", "/no/such/suite")
+    assert result.returncode == 2
+    assert "/no/such/suite: no such file or directory; pass a task .py file" in result.stderr
+
+
+def test_a_bad_device_is_refused():
+    assert run("tasks", EXAMPLE_TASKS, "--check", "--device", "tpu").returncode == 2
+
+
+def test_listing_a_suite_in_text_and_json():
+    text = run("tasks", EXAMPLE_TASKS)
+    assert text.returncode == 0
+    listed = json.loads(run("tasks", EXAMPLE_TASKS, "--json").stdout)
+    assert len(listed["tasks"]) >= 16
+    assert all(t["level"] in (1, 2) for t in listed["tasks"])
+    assert f"{len(listed['tasks'])} tasks, 0 problems" in text.stdout
+
+
+def test_listing_a_jsonl_suite_reports_bad_lines_and_exits_1():
+    result = run("tasks", FIXTURES / "suites" / "mixed.jsonl")
+    assert result.returncode == 1
+    assert result.stdout.count("FAIL") == 5
+
+
+def test_checking_the_broken_fixtures_reports_each_in_one_line_and_checks_the_rest():
+    result = run("tasks", FIXTURES / "broken_tasks", "--check", "--timeout", "4")
+    assert result.returncode == 1
+    lines = result.stdout.strip().splitlines()
+    fails = {line.split()[1]: line for line in lines if line.startswith("FAIL")}
+    oks = [line.split()[1] for line in lines if line.startswith("  ok")]
+    assert set(fails) == {"syntax_error", "missing_get_inputs", "raises_in_forward", "non_tensor_output", "hangs", "exits_process"}
+    assert oks == ["ok_square", "ok_two_outputs"]
+    assert "broken_tasks/hangs.py: timed out" in fails["hangs"]
+    assert lines[-1].startswith("8 tasks: 2 ok, 6 failed")
+
+
+def test_check_json_is_one_document_with_a_summary():
+    result = run("tasks", FIXTURES / "broken_tasks" / "ok_two_outputs.py", "--check", "--json")
+    assert result.returncode == 0
+    doc = json.loads(result.stdout)
+    assert doc["summary"] == {**doc["summary"], "total": 1, "ok": 1, "failed": 0}
+    (task,) = doc["tasks"]
+    assert task["outputs"] == [{"shape": [2, 3], "dtype": "float32"}] * 2
+
+
+def test_a_runner_that_cannot_start_is_an_environment_error():
+    result = run("tasks", EXAMPLE_TASKS, "--check", "--python", "/no/such/python")
+    assert result.returncode == 3
+    assert "TRITIUM_PYTHON" in result.stderr
+
+
+@pytest.mark.slow
+def test_every_example_task_checks():
+    result = run("tasks", EXAMPLE_TASKS, "--check", "--json")
+    doc = json.loads(result.stdout)
+    assert result.returncode == 0, [t["error"] for t in doc["tasks"] if not t["ok"]]
+    assert doc["summary"]["failed"] == 0 and doc["summary"]["total"] >= 16

@@ -1,0 +1,126 @@
+"""The runner's pieces in-process: framing, forked workers, and the reference check."""
+
+import os
+import socket
+import struct
+
+import pytest
+
+from conftest import FIXTURES
+from tritium.runner import protocol
+from tritium.runner.tasks import check_task
+from tritium.runner.worker import run_in_worker
+
+BROKEN = FIXTURES / "broken_tasks"
+
+
+def request_for(path, **extra):
+    return {"op": "check_task", "id": path.stem, "source": path.read_text(), "filename": str(path), **extra}
+
+
+@pytest.fixture
+def channel():
+    a, b = socket.socketpair()
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_frames_round_trip(channel):
+    a, b = channel
+    protocol.write_frame(a, {"op": "check_task", "text": "é" * 1000})
+    assert protocol.read_frame(b) == {"op": "check_task", "text": "é" * 1000}
+
+
+def test_a_closed_channel_reads_as_none(channel):
+    a, b = channel
+    a.close()
+    assert protocol.read_frame(b) is None
+
+
+def test_a_frame_that_is_not_an_object_is_refused(channel):
+    a, b = channel
+    body = b"[1, 2]"
+    a.sendall(struct.pack("<I", len(body)) + body)
+    with pytest.raises(protocol.ProtocolError):
+        protocol.read_frame(b)
+
+
+def test_an_oversized_length_is_refused_before_reading(channel):
+    a, b = channel
+    a.sendall(struct.pack("<I", protocol.MAX_FRAME_BYTES + 1))
+    with pytest.raises(protocol.ProtocolError):
+        protocol.read_frame(b)
+
+
+def test_check_task_describes_inputs_and_outputs():
+    result = check_task(request_for(BROKEN / "ok_two_outputs.py"))
+    assert result["ok"], result
+    assert result["inputs"] == [{"shape": [2, 3], "dtype": "float32"}] * 2
+    assert result["outputs"] == [{"shape": [2, 3], "dtype": "float32"}] * 2
+    assert result["forward_ms"] >= 0
+
+
+@pytest.mark.parametrize(
+    "name, stage, words",
+    [
+        ("syntax_error", "load", "does not parse: SyntaxError"),
+        ("missing_get_inputs", "load", "missing get_inputs()"),
+        ("raises_in_forward", "forward", "forward raised: RuntimeError"),
+        ("non_tensor_output", "output", "forward returned float"),
+    ],
+)
+def test_check_task_names_the_stage_that_failed(name, stage, words):
+    result = check_task(request_for(BROKEN / f"{name}.py"))
+    assert not result["ok"]
+    assert result["stage"] == stage
+    assert words in result["error"]
+
+
+def test_a_syntax_error_carries_its_line():
+    assert check_task(request_for(BROKEN / "syntax_error.py"))["line"] == 6
+
+
+def test_sys_exit_at_import_is_a_load_failure_not_an_exit():
+    result = check_task({"source": "import sys\nsys.exit(4)\n", "filename": "exits.py"})
+    assert result == {"ok": False, "stage": "load", "error": "failed at import: SystemExit: 4", "line": 2}
+
+
+def test_a_task_that_returns_no_list_of_inputs_is_named():
+    source = "import torch\nclass Model(torch.nn.Module):\n  pass\ndef get_inputs(): return 3\ndef get_init_inputs(): return []\n"
+    result = check_task({"source": source, "filename": "t.py"})
+    assert result["stage"] == "inputs" and "expected a list" in result["error"]
+
+
+def test_the_worker_answers_and_captures_output():
+    def handler(request):
+        print("hello from the worker")
+        return {"ok": True, "echo": request["x"]}
+
+    result = run_in_worker(handler, {"x": 5})
+    assert result["ok"] and result["echo"] == 5
+    assert "hello from the worker" in result["output_tail"]
+
+
+def test_a_worker_that_dies_is_reported_and_the_caller_survives():
+    result = run_in_worker(lambda request: os._exit(9), {})
+    assert result["stage"] == "crash"
+    assert "exit code 9" in result["error"]
+
+
+def test_a_worker_killed_by_a_signal_is_reported():
+    result = run_in_worker(lambda request: os.kill(os.getpid(), 9), {})
+    assert "signal 9" in result["error"]
+
+
+def test_a_handler_exception_becomes_a_runner_error():
+    def handler(request):
+        raise ValueError("boom")
+
+    result = run_in_worker(handler, {})
+    assert result["stage"] == "runner" and "ValueError: boom" in result["error"]
+
+
+def test_an_answer_that_is_not_json_is_reported():
+    result = run_in_worker(lambda request: {"ok": True, "x": float("nan")}, {})
+    assert result["ok"] is False and "not JSON" in result["error"]
