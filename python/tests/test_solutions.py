@@ -1,15 +1,18 @@
 """Every example solution is real Triton that matches its task's reference (KernelBench-style).
 
-Each ModelNew is built right after the same seed as Model, runs under Triton's interpreter, must
-launch at least one Triton kernel during forward, and must match the reference within the
-KernelBench fp32 tolerance on several seeded inputs.
+Each ModelNew is built right after the same seed as Model, runs under Triton's interpreter (or
+compiled on a GPU when TRITON_INTERPRET=0 and CUDA is there), must launch at least one Triton kernel
+during forward, and must match the reference within the KernelBench fp32 tolerance on several
+seeded inputs, in eval and train mode, leaving the inputs untouched.
 """
 
 import contextlib
+import os
 
 import pytest
 import torch
 import triton.runtime.interpreter as interpreter
+import triton.runtime.jit as jit
 
 from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS
 from tritium.runner.tasks import load_module
@@ -17,6 +20,7 @@ from tritium.runner.tasks import load_module
 TASK_IDS = sorted(p.relative_to(EXAMPLE_TASKS).with_suffix("").as_posix() for p in EXAMPLE_TASKS.rglob("*.py"))
 ATOL = RTOL = 1e-4  # KernelBench's fp32 tolerance
 TRIALS = 3
+DEVICE = "cuda" if os.environ.get("TRITON_INTERPRET") == "0" and torch.cuda.is_available() else "cpu"
 
 
 def test_every_task_has_a_solution_and_there_are_enough():
@@ -27,18 +31,28 @@ def test_every_task_has_a_solution_and_there_are_enough():
 
 @contextlib.contextmanager
 def count_launches():
+    """Records every Triton kernel launch, interpreted or compiled."""
     launches = []
-    original = interpreter.InterpretedFunction.run
+    patched = [(cls, cls.run) for cls in (interpreter.InterpretedFunction, jit.JITFunction)]
 
-    def run(self, *args, **kwargs):
-        launches.append(self.fn.__name__)
-        return original(self, *args, **kwargs)
+    def counting(original):
+        def run(self, *args, **kwargs):
+            launches.append(getattr(self, "__name__", "kernel"))
+            return original(self, *args, **kwargs)
 
-    interpreter.InterpretedFunction.run = run
+        return run
+
+    for cls, original in patched:
+        cls.run = counting(original)
     try:
         yield launches
     finally:
-        interpreter.InterpretedFunction.run = original
+        for cls, original in patched:
+            cls.run = original
+
+
+def _to_device(values):
+    return [v.to(DEVICE) if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def _as_tuple(out):
@@ -55,15 +69,15 @@ def test_solution_matches_reference(task_id):
 
     init_inputs = task.get_init_inputs()
     torch.manual_seed(0)
-    model = task.Model(*init_inputs)
+    model = task.Model(*init_inputs).to(DEVICE)
     torch.manual_seed(0)
-    model_new = solution.ModelNew(*init_inputs)
+    model_new = solution.ModelNew(*init_inputs).to(DEVICE)
     for mode in ("eval", "train"):
         getattr(model, mode)()
         getattr(model_new, mode)()
         for trial in range(TRIALS):
             torch.manual_seed(1000 + trial)
-            inputs = task.get_inputs()
+            inputs = _to_device(task.get_inputs())
             originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
             with torch.no_grad():
                 expected = _as_tuple(model(*inputs))
