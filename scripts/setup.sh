@@ -13,8 +13,9 @@ missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
-# A Python with venv: Debian's when the machine has none of its own.
-if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then missing+=(python3 python3-venv python3-dev); fi
+# A Python with venv and headers (for the extension): Debian's when the machine has none of its own.
+has_python='import ensurepip, os, sysconfig, venv; assert os.path.exists(sysconfig.get_paths()["include"] + "/Python.h")'
+if ! python3 -c "$has_python" >/dev/null 2>&1; then missing+=(python3 python3-venv python3-dev); fi
 if ((${#missing[@]})); then
   echo "setup: installing Debian packages: ${missing[*]}"
   if [ "$(id -u)" -ne 0 ]; then
