@@ -124,3 +124,48 @@ def test_a_handler_exception_becomes_a_runner_error():
 def test_an_answer_that_is_not_json_is_reported():
     result = run_in_worker(lambda request: {"ok": True, "x": float("nan")}, {})
     assert result["ok"] is False and "not JSON" in result["error"]
+
+
+def test_the_runner_and_its_worker_die_with_their_parent(tmp_path):
+    """A caller killed outright (no chance to kill the group) leaves no runner or hung worker."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pids = tmp_path / "pids"
+    hang = (BROKEN / "hangs.py").resolve()
+    caller = f"""
+import os, socket, subprocess, sys, time
+from tritium.runner import protocol
+ours, theirs = socket.socketpair()
+runner = subprocess.Popen([sys.executable, "-m", "tritium.runner", "--channel-fd", str(theirs.fileno())],
+                          pass_fds=[theirs.fileno()], stdout=subprocess.DEVNULL)
+protocol.read_frame(ours)
+source = open({str(hang)!r}).read()
+protocol.write_frame(ours, {{"op": "check_task", "source": source, "filename": "hangs.py"}})
+time.sleep(3)
+open({str(pids)!r}, "w").write(str(runner.pid))
+time.sleep(600)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", caller])
+    deadline = time.time() + 120
+    while not pids.exists() and time.time() < deadline:
+        time.sleep(0.2)
+    runner_pid = int(pids.read_text())
+    children = [int(p) for p in open(f"/proc/{runner_pid}/task/{runner_pid}/children").read().split()]
+    assert children, "the runner forked a worker for the hanging task"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split(") ")[1][0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.time() + 20
+    while any(alive(p) for p in [runner_pid, *children]) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in [runner_pid, *children])

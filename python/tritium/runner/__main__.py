@@ -5,6 +5,8 @@ import os
 import socket
 import sys
 
+from .lifetime import die_with_parent
+
 
 def _prepare_environment(device: str) -> None:
     # Must precede any triton import: on the CPU, kernels run under Triton's interpreter.
@@ -28,6 +30,7 @@ def main() -> int:
     parser.add_argument("--channel-fd", type=int, required=True)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
+    die_with_parent()
     _prepare_environment(args.device)
     channel = socket.socket(fileno=args.channel_fd)
 

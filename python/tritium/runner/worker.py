@@ -5,6 +5,8 @@ import os
 import sys
 import tempfile
 
+from .lifetime import die_with_parent
+
 OUTPUT_TAIL_CHARS = 4000
 
 
@@ -24,6 +26,7 @@ def _encode(result: dict) -> bytes:
 def _child(handler, request: dict, result_fd: int, output_fd: int) -> None:
     """Runs in the forked process; never returns."""
     try:
+        die_with_parent()
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         # The parent's sys.stdout may not be fd 1 (an embedding host, pytest): point both at it.
