@@ -2,10 +2,12 @@
 // (the same documents the CLI prints with --json), so the two faces cannot drift apart.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <stdexcept>
 
 #include "tritium/exec.h"
+#include "tritium/pyast.h"
 
 namespace nb = nanobind;
 
@@ -27,6 +29,25 @@ std::string check_suite_json(const std::string& path, const std::string& device,
   return tritium::to_json(*check).dump();
 }
 
+nb::dict parse_python(nb::bytes source, bool with_facts) {
+  const std::string_view text(source.c_str(), source.size());
+  tritium::pyast::Parsed parsed;
+  {
+    nb::gil_scoped_release release;
+    parsed = tritium::pyast::parse(text);
+  }
+  nb::dict out;
+  out["ok"] = parsed.ok();
+  if (parsed.error) {
+    out["line"] = parsed.error->line;
+    out["col"] = parsed.error->col;
+    out["message"] = parsed.error->message;
+  } else if (with_facts) {
+    out["facts"] = tritium::pyast::facts(parsed.tree);
+  }
+  return out;
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -35,4 +56,6 @@ NB_MODULE(_core, m) {
   m.def("load_suite_json", &load_suite_json, nb::arg("path"), nb::arg("with_source") = false);
   m.def("check_suite_json", &check_suite_json, nb::arg("path"), nb::arg("device"), nb::arg("timeout_s"),
         nb::arg("seed"), nb::arg("python"), nb::call_guard<nb::gil_scoped_release>());
+  m.def("parse_python", &parse_python, nb::arg("source"), nb::arg("with_facts") = false,
+        "Parses Python source bytes: {ok, line?, col?, message?, facts?}");
 }

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   add_help_command(app, commands);
   add_version_command(app, commands);
   add_tasks_command(app, commands);
+  add_parse_command(app, commands);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,44 @@
+// tritium/verify.h: the static verifier: response extraction, and (soon) the rules.
+//
+// A candidate arrives as a raw LLM response: reasoning, perhaps a <think> block, one or more
+// Markdown code fences, perhaps prose after them. Extraction finds the plan and the one Python
+// block that is the answer, and says exactly where each lies in the response (byte offsets), so
+// that later stages can point at the response itself and a reviewer can see why a block was
+// chosen. The rules are in docs/extraction.md. Extraction never fails: a response without code
+// gives `has_code == false`.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tritium/core.h"
+
+namespace tritium {
+
+// ---- Response extraction ------------------------------------------------------------------------
+
+/// Byte offsets [begin, end) into the response.
+struct TextSpan {
+  std::size_t begin = 0, end = 0;
+};
+
+/// What a response holds. Always `response.substr(span.begin, span.end - span.begin)` equals the
+/// text, for both the plan and the code.
+struct Extraction {
+  std::string plan;        // reasoning text, trimmed (may be empty)
+  std::string code;        // the Python code, whole lines with their line endings (empty when none found)
+  TextSpan plan_span;      // where `plan` lies in the response
+  TextSpan code_span;      // where `code` lies in the response (the code only, not the fence lines)
+  bool has_code = false;
+  std::vector<std::string> notes;  // why a choice was made, for people reading a result
+};
+
+/// Extracts the plan and the code of a raw LLM response (rules: docs/extraction.md).
+Extraction extract_response(std::string_view response);
+
+Json to_json(const TextSpan& span);          // [begin, end]
+Json to_json(const Extraction& extraction);  // {plan, code, plan_span, code_span, has_code, notes}
+
+}  // namespace tritium

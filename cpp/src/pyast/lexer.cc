@@ -1,0 +1,506 @@
+#include "lexer.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <tuple>
+#include <string>
+
+#include "fstring.h"
+
+namespace tritium::pyast {
+namespace {
+
+constexpr std::array<std::string_view, 35> kKeywords = {
+    "False", "None",   "True",    "and",      "as",       "assert", "async", "await", "break",
+    "class", "continue", "def",   "del",      "elif",     "else",   "except", "finally", "for",
+    "from",  "global", "if",      "import",   "in",       "is",     "lambda", "nonlocal", "not",
+    "or",    "pass",   "raise",   "return",   "try",      "while",  "with",  "yield"};
+
+// Longest first, so that a prefix never shadows a longer operator.
+constexpr std::array<std::string_view, 47> kOperators = {
+    "**=", "//=", ">>=", "<<=", "...", "->", ":=", "!=", "==", "<=", ">=", "**", "//", "<<", ">>", "+=",
+    "-=",  "*=",  "/=",  "%=",  "&=",  "|=", "^=", "@=", "+",  "-",  "*",  "/",  "%",  "@",  "&",  "|",
+    "^",   "~",   "<",   ">",   "(",   ")",  "[",  "]",  "{",  "}",  ",",  ":",  ";",  ".",  "="};
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_ascii_ident_start(unsigned char c) { return std::isalpha(c) || c == '_'; }
+
+// Decodes one UTF-8 code point at s[i]; returns its length (0 when malformed).
+int decode_utf8(std::string_view s, std::size_t i, char32_t& cp) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  int n = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 0;
+  if (n == 0 || b >= 0xF8 || i + n > s.size()) return 0;
+  cp = b & (0x7F >> n);
+  for (int k = 1; k < n; ++k) {
+    const auto c = static_cast<unsigned char>(s[i + k]);
+    if ((c & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (c & 0x3F);
+  }
+  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+      (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return n;
+}
+
+// An approximation of Unicode XID_Continue for code points above ASCII: letters and marks of
+// every script are accepted; punctuation, symbols, spaces and emoji blocks are not.
+bool is_identifier_code_point(char32_t c) {
+  if (c < 0xC0) return c == 0xAA || c == 0xB5 || c == 0xBA || c == 0xB7;
+  if (c == 0xD7 || c == 0xF7) return false;
+  if (c >= 0x2000 && c <= 0x206F) return c == 0x203F || c == 0x2040 || c == 0x2054;  // punctuation
+  if (c >= 0x20A0 && c <= 0x20CF) return false;                                      // currency
+  if (c >= 0x2190 && c <= 0x2BFF) return false;  // arrows, math operators, shapes, dingbats
+  if (c >= 0x3000 && c <= 0x3004) return false;  // CJK punctuation
+  if (c >= 0x3008 && c <= 0x3020) return false;
+  if (c >= 0xFE00 && c <= 0xFE0F) return false;  // variation selectors
+  if (c >= 0xFF01 && c <= 0xFF0F) return false;  // fullwidth punctuation
+  if (c >= 0xFFF0 && c <= 0xFFFF) return false;
+  if (c >= 0x1F000 && c <= 0x1FAFF) return false;  // emoji and pictographs
+  return true;
+}
+
+class Lexer {
+ public:
+  Lexer(std::string_view s, const LexStart& start)
+      : s_(s),
+        pos_(start.begin),
+        end_(static_cast<std::uint32_t>(std::min<std::size_t>(start.end, s.size()))),
+        line_(start.line),
+        line_start_(start.line_start),
+        brackets_mode_(start.in_brackets) {}
+
+  Lexed run() {
+    while (!out_.error) {
+      if (at_bol_ && brackets_.empty() && !brackets_mode_) {
+        indentation();
+        if (out_.error) break;
+      }
+      skip_blanks();
+      if (pos_ >= end_) break;
+      const char c = s_[pos_];
+      if (c == '#') {
+        skip_comment();
+      } else if (c == '\\') {
+        continuation();
+      } else if (c == '\n' || c == '\r') {
+        newline_char();
+      } else if (is_digit(c) || (c == '.' && pos_ + 1 < end_ && is_digit(s_[pos_ + 1]))) {
+        number();
+      } else if (c == '\'' || c == '"') {
+        string();
+      } else if (is_ascii_ident_start(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80) {
+        name_or_string();
+      } else {
+        op();
+      }
+    }
+    if (!out_.error) finish();
+    return std::move(out_);
+  }
+
+ private:
+  Span span_at(std::uint32_t begin) const { return {line_, begin - line_start_, line_, begin - line_start_}; }
+
+  void emit(Tok kind, std::uint32_t begin, std::uint32_t end, Span span) {
+    out_.tokens.push_back({kind, begin, end, span});
+  }
+  // A token on one line from `begin` to pos_.
+  void emit_here(Tok kind, std::uint32_t begin) {
+    emit(kind, begin, pos_, {line_, begin - line_start_, line_, pos_ - line_start_});
+    at_bol_ = false;
+  }
+  void error(const std::string& message, std::uint32_t at) {
+    error_at(message, line_, at >= line_start_ ? at - line_start_ : 0);
+  }
+  void error_at(const std::string& message, std::uint32_t line, std::uint32_t col) {
+    if (!out_.error) out_.error = SyntaxError{line, col, message};
+  }
+
+  // Consumes one line break at pos_ ("\n", "\r\n" or "\r").
+  void eat_newline() {
+    if (s_[pos_] == '\r' && pos_ + 1 < end_ && s_[pos_ + 1] == '\n') ++pos_;
+    ++pos_;
+    ++line_;
+    line_start_ = pos_;
+  }
+
+  void skip_blanks() {
+    while (pos_ < end_ && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\f')) ++pos_;
+  }
+  void skip_comment() {
+    while (pos_ < end_ && s_[pos_] != '\n' && s_[pos_] != '\r') ++pos_;
+  }
+
+  void continuation() {
+    const std::uint32_t at = pos_;
+    ++pos_;
+    if (pos_ >= end_) return error("unexpected EOF while parsing", at);
+    if (s_[pos_] != '\n' && s_[pos_] != '\r') return error("unexpected character after line continuation character", at);
+    eat_newline();
+    if (pos_ >= end_ && !brackets_mode_) error("unexpected EOF while parsing", at);
+  }
+
+  void newline_char() {
+    if (!brackets_.empty() || brackets_mode_) return eat_newline();
+    const std::uint32_t at = pos_;
+    const Span span = span_at(at);
+    eat_newline();
+    emit(Tok::Newline, at, pos_, {span.line, span.col, span.line, span.col + 1});
+    at_bol_ = true;
+  }
+
+  // At the start of a logical line: measure indentation, skip blank lines, emit INDENT/DEDENT.
+  void indentation() {
+    while (true) {
+      std::uint32_t col = 0, alt = 0;
+      while (pos_ < end_) {
+        const char c = s_[pos_];
+        if (c == ' ') {
+          ++col;
+          ++alt;
+        } else if (c == '\t') {
+          col = (col / 8 + 1) * 8;
+          ++alt;
+        } else if (c == '\f') {
+          col = alt = 0;
+        } else {
+          break;
+        }
+        ++pos_;
+      }
+      if (pos_ >= end_) return;
+      const char c = s_[pos_];
+      if (c == '#' || c == '\n' || c == '\r') {  // a blank line: no tokens, no indentation
+        skip_comment();
+        if (pos_ < end_) eat_newline();
+        continue;
+      }
+      if (c == '\\') {  // a continuation at line start: indentation counts from here
+        // CPython measures indentation before the backslash; the joined line continues it.
+      }
+      apply_indent(col, alt);
+      return;
+    }
+  }
+
+  void apply_indent(std::uint32_t col, std::uint32_t alt) {
+    const Span here = span_at(pos_);
+    if (col == indents_.back()) {
+      if (alt != alt_indents_.back()) error("inconsistent use of tabs and spaces in indentation", pos_);
+      return;
+    }
+    if (col > indents_.back()) {
+      if (alt <= alt_indents_.back()) return error("inconsistent use of tabs and spaces in indentation", pos_);
+      indents_.push_back(col);
+      alt_indents_.push_back(alt);
+      emit(Tok::Indent, pos_, pos_, here);
+      return;
+    }
+    while (col < indents_.back()) {
+      indents_.pop_back();
+      alt_indents_.pop_back();
+      emit(Tok::Dedent, pos_, pos_, here);
+    }
+    if (col != indents_.back()) return error("unindent does not match any outer indentation level", pos_);
+    if (alt != alt_indents_.back()) error("inconsistent use of tabs and spaces in indentation", pos_);
+  }
+
+  void finish() {
+    if (!brackets_.empty()) {
+      const auto& [ch, line, col] = brackets_.back();
+      return error_at(std::string("'") + ch + "' was never closed", line, col);
+    }
+    if (brackets_mode_) {
+      emit(Tok::End, pos_, pos_, span_at(pos_));
+      return;
+    }
+    const bool need_newline = !out_.tokens.empty() && out_.tokens.back().kind != Tok::Newline &&
+                              out_.tokens.back().kind != Tok::Dedent && out_.tokens.back().kind != Tok::Indent;
+    if (need_newline) emit(Tok::Newline, pos_, pos_, span_at(pos_));
+    for (std::size_t i = 1; i < indents_.size(); ++i) emit(Tok::Dedent, pos_, pos_, span_at(pos_));
+    emit(Tok::End, pos_, pos_, span_at(pos_));
+  }
+
+  void digits(bool (*ok)(char), const char* what) {
+    // digit (_? digit)*, with the first digit already consumed by the caller or not.
+    while (pos_ < end_) {
+      if (s_[pos_] == '_') {
+        if (pos_ + 1 < end_ && ok(s_[pos_ + 1])) {
+          pos_ += 2;
+          continue;
+        }
+        return error(std::string("invalid ") + what + " literal", pos_);
+      }
+      if (!ok(s_[pos_])) return;
+      ++pos_;
+    }
+  }
+
+  void number() {
+    const std::uint32_t begin = pos_;
+    const char c = s_[pos_];
+    const char x = pos_ + 1 < end_ ? static_cast<char>(std::tolower(static_cast<unsigned char>(s_[pos_ + 1]))) : 0;
+    if (c == '0' && (x == 'x' || x == 'o' || x == 'b')) {
+      pos_ += 2;
+      auto ok = x == 'x'   ? +[](char d) { return std::isxdigit(static_cast<unsigned char>(d)) != 0; }
+                : x == 'o' ? +[](char d) { return d >= '0' && d <= '7'; }
+                           : +[](char d) { return d == '0' || d == '1'; };
+      const char* what = x == 'x' ? "hexadecimal" : x == 'o' ? "octal" : "binary";
+      if (pos_ < end_ && s_[pos_] == '_') ++pos_;
+      if (pos_ >= end_ || !ok(s_[pos_])) return error(std::string("invalid ") + what + " literal", pos_);
+      digits(ok, what);
+      if (out_.error) return;
+      if (pos_ < end_ && is_digit(s_[pos_]))
+        return error(std::string("invalid digit '") + s_[pos_] + "' in " + what + " literal", pos_);
+      return number_end(begin);
+    }
+    auto dec = +[](char d) { return is_digit(d); };
+    bool is_float = false;
+    if (c != '.') digits(dec, "decimal");
+    if (out_.error) return;
+    const std::uint32_t int_end = pos_;
+    if (pos_ < end_ && s_[pos_] == '.') {
+      is_float = true;
+      ++pos_;
+      if (pos_ < end_ && is_digit(s_[pos_])) digits(dec, "decimal");
+    }
+    if (out_.error) return;
+    if (pos_ < end_ && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+      std::uint32_t save = pos_;
+      ++pos_;
+      if (pos_ < end_ && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+      if (pos_ >= end_ || !is_digit(s_[pos_])) {
+        pos_ = save;
+        return error("invalid decimal literal", pos_);
+      }
+      digits(dec, "decimal");
+      is_float = true;
+    }
+    if (out_.error) return;
+    bool imaginary = false;
+    if (pos_ < end_ && (s_[pos_] == 'j' || s_[pos_] == 'J')) {
+      ++pos_;
+      imaginary = true;
+    }
+    if (!is_float && !imaginary && s_[begin] == '0') {
+      for (std::uint32_t i = begin; i < int_end; ++i)
+        if (s_[i] != '0' && s_[i] != '_')
+          return error("leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal "
+                       "integers",
+                       begin);
+    }
+    number_end(begin);
+  }
+
+  // A number directly followed by a name is an error, except before the keywords CPython allows.
+  void number_end(std::uint32_t begin) {
+    if (pos_ < end_ && (is_ascii_ident_start(static_cast<unsigned char>(s_[pos_])) ||
+                        static_cast<unsigned char>(s_[pos_]) >= 0x80)) {
+      std::uint32_t e = pos_;
+      while (e < end_ && (std::isalnum(static_cast<unsigned char>(s_[e])) || s_[e] == '_')) ++e;
+      const std::string_view word = s_.substr(pos_, e - pos_);
+      static constexpr std::array<std::string_view, 8> allowed = {"and", "else", "for", "if", "in", "is", "not", "or"};
+      const bool ok = std::any_of(allowed.begin(), allowed.end(),
+                                  [&](std::string_view k) { return word.starts_with(k); });
+      if (!ok) return error("invalid decimal literal", begin);
+    }
+    emit_here(Tok::Number, begin);
+  }
+
+  void string() { string_at(pos_); }
+
+  void string_at(std::uint32_t begin) {
+    const Span start = span_at(begin);
+    StringResult r = scan_string(s_.substr(0, end_), begin);
+    if (r.error) {
+      // Report at the literal's start, as CPython does for unterminated strings.
+      advance_lines(begin, r.error_pos);
+      return error_at(r.error, start.line, start.col);
+    }
+    advance_lines(begin, r.end);
+    pos_ = r.end;
+    emit(Tok::String, begin, pos_, {start.line, start.col, line_, pos_ - line_start_});
+    at_bol_ = false;
+  }
+
+  // Moves line tracking over [from, to) (a multi-line string).
+  void advance_lines(std::uint32_t from, std::uint32_t to) {
+    for (std::uint32_t i = from; i < to && i < end_; ++i) {
+      if (s_[i] == '\n' || (s_[i] == '\r' && (i + 1 >= end_ || s_[i + 1] != '\n'))) {
+        ++line_;
+        line_start_ = i + 1;
+      }
+    }
+  }
+
+  void name_or_string() {
+    const std::uint32_t begin = pos_;
+    if (read_prefix(s_.substr(0, end_), pos_).valid) return string_at(begin);
+    while (pos_ < end_) {
+      const auto c = static_cast<unsigned char>(s_[pos_]);
+      if (c < 0x80) {
+        if (!std::isalnum(c) && c != '_') break;
+        ++pos_;
+        continue;
+      }
+      char32_t cp = 0;
+      const int n = decode_utf8(s_, pos_, cp);
+      if (n == 0) return error("invalid UTF-8 in source", pos_);
+      if (!is_identifier_code_point(cp) || (pos_ == begin && cp >= 0x300 && cp <= 0x36F)) {
+        if (pos_ == begin) return invalid_character(cp);
+        break;
+      }
+      pos_ += n;
+    }
+    if (pos_ < end_ && static_cast<unsigned char>(s_[pos_]) >= 0x80) {
+      char32_t cp = 0;
+      if (decode_utf8(s_, pos_, cp) == 0) return error("invalid UTF-8 in source", pos_);
+      return invalid_character(cp);
+    }
+    emit_here(Tok::Name, begin);
+  }
+
+  void invalid_character(char32_t cp) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "invalid character (U+%04X)", static_cast<unsigned>(cp));
+    error(buf, pos_);
+  }
+
+  void op() {
+    const std::uint32_t begin = pos_;
+    for (std::string_view o : kOperators) {
+      if (s_.substr(pos_, o.size()) != o) continue;
+      pos_ += static_cast<std::uint32_t>(o.size());
+      const char c = o[0];
+      if (o.size() == 1 && (c == '(' || c == '[' || c == '{')) {
+        brackets_.push_back({c, line_, begin - line_start_});
+      } else if (o.size() == 1 && (c == ')' || c == ']' || c == '}')) {
+        const char open = c == ')' ? '(' : c == ']' ? '[' : '{';
+        if (brackets_.empty()) return error(std::string("unmatched '") + c + "'", begin);
+        if (std::get<0>(brackets_.back()) != open)
+          return error(std::string("closing parenthesis '") + c + "' does not match opening parenthesis '" +
+                           std::get<0>(brackets_.back()) + "'",
+                       begin);
+        brackets_.pop_back();
+      }
+      return emit_here(Tok::Op, begin);
+    }
+    const auto c = static_cast<unsigned char>(s_[pos_]);
+    if (c == '!' ) return error("invalid syntax", pos_);
+    if (c == '$' || c == '?' || c == '`') return error(std::string("invalid syntax"), pos_);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "invalid non-printable character U+%04X", static_cast<unsigned>(c));
+    error(buf, pos_);
+  }
+
+  std::string_view s_;
+  std::uint32_t pos_, end_, line_, line_start_;
+  bool brackets_mode_;
+  bool at_bol_ = true;
+  std::vector<std::tuple<char, std::uint32_t, std::uint32_t>> brackets_;
+  std::vector<std::uint32_t> indents_{0}, alt_indents_{0};
+  Lexed out_;
+};
+
+void append_utf8(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// The NFKC image of one code point when it is ASCII text, else nullptr.
+const char* nfkc_ascii(char32_t c, char* buf) {
+  auto one = [&](char ch) {
+    buf[0] = ch;
+    buf[1] = 0;
+    return buf;
+  };
+  if (c >= 0xFF01 && c <= 0xFF5E) return one(static_cast<char>(c - 0xFEE0));  // fullwidth ASCII
+  if (c >= 0x1D400 && c <= 0x1D6A3) {  // mathematical Latin letters, 13 styles of A-Z a-z
+    const int k = static_cast<int>((c - 0x1D400) % 52);
+    return one(static_cast<char>(k < 26 ? 'A' + k : 'a' + k - 26));
+  }
+  if (c == 0x1D6A4) return one('i');
+  if (c == 0x1D6A5) return one('j');
+  if (c >= 0x1D7CE && c <= 0x1D7FF) return one(static_cast<char>('0' + (c - 0x1D7CE) % 10));
+  switch (c) {
+    case 0xAA: return one('a');
+    case 0xBA: return one('o');
+    case 0x17F: return one('s');
+    case 0x2071: return one('i');
+    case 0x207F: return one('n');
+    case 0x2102: return one('C');
+    case 0x210A: return one('g');
+    case 0x210B: case 0x210C: case 0x210D: return one('H');
+    case 0x210E: return one('h');
+    case 0x2110: case 0x2111: return one('I');
+    case 0x2112: return one('L');
+    case 0x2113: return one('l');
+    case 0x2115: return one('N');
+    case 0x2119: return one('P');
+    case 0x211A: return one('Q');
+    case 0x211B: case 0x211C: case 0x211D: return one('R');
+    case 0x2124: case 0x2128: return one('Z');
+    case 0x212A: return one('K');
+    case 0x212C: return one('B');
+    case 0x212D: return one('C');
+    case 0x212F: return one('e');
+    case 0x2130: return one('E');
+    case 0x2131: return one('F');
+    case 0x2133: return one('M');
+    case 0x2134: return one('o');
+    case 0x2139: return one('i');
+    case 0xFB00: return "ff";
+    case 0xFB01: return "fi";
+    case 0xFB02: return "fl";
+    case 0xFB03: return "ffi";
+    case 0xFB04: return "ffl";
+    case 0xFB05: case 0xFB06: return "st";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+std::string normalize_identifier(std::string_view word) {
+  if (std::all_of(word.begin(), word.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
+    return std::string(word);
+  std::string out;
+  for (std::size_t i = 0; i < word.size();) {
+    char32_t cp = 0;
+    const int n = static_cast<unsigned char>(word[i]) < 0x80 ? 1 : decode_utf8(word, i, cp);
+    if (n <= 1) {
+      out += word[i++];
+      continue;
+    }
+    char buf[2];
+    if (const char* ascii = nfkc_ascii(cp, buf))
+      out += ascii;
+    else
+      append_utf8(out, cp);
+    i += static_cast<std::size_t>(n);
+  }
+  return out;
+}
+
+bool is_keyword(std::string_view word) {
+  return std::find(kKeywords.begin(), kKeywords.end(), word) != kKeywords.end();
+}
+
+Lexed tokenize(std::string_view source, const LexStart& start) { return Lexer(source, start).run(); }
+
+}  // namespace tritium::pyast

@@ -1,0 +1,54 @@
+// Private to pyast: the tokenizer. Produces CPython's token stream (NAME, NUMBER, STRING, OP,
+// NEWLINE, INDENT, DEDENT, ENDMARKER) with byte-column spans. An f-string is one STRING token;
+// fstring.h splits it into literal parts and replacement fields for the parser.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tritium/pyast.h"
+
+namespace tritium::pyast {
+
+enum class Tok : std::uint8_t { Name, Number, String, Op, Newline, Indent, Dedent, End };
+
+struct Token {
+  Tok kind;
+  std::uint32_t begin, end;  // byte offsets into the source
+  Span span;
+};
+
+/// Where lexing starts: a whole module, or one f-string replacement field (inside brackets: no
+/// indentation, newlines are whitespace).
+struct LexStart {
+  std::uint32_t begin = 0, end = UINT32_MAX;
+  std::uint32_t line = 1, line_start = 0;  // line of `begin`, offset where that line starts
+  bool in_brackets = false;
+};
+
+struct Lexed {
+  std::vector<Token> tokens;
+  std::optional<SyntaxError> error;
+};
+
+Lexed tokenize(std::string_view source, const LexStart& start = {});
+
+bool is_keyword(std::string_view word);
+
+/// CPython NFKC-normalises identifiers. This covers the compatibility forms that map to ASCII
+/// (fullwidth forms, mathematical alphanumerics, letterlike symbols, ligatures, long s); other
+/// non-ASCII identifiers are kept as written.
+std::string normalize_identifier(std::string_view word);
+
+/// Scans a string literal starting at `pos` (at its prefix or quote); returns the offset just past
+/// it, or an error message. Used by the tokenizer and for nested strings in f-string fields.
+struct StringScan {
+  std::uint32_t end = 0;
+  const char* error = nullptr;
+  std::uint32_t error_pos = 0;
+};
+
+}  // namespace tritium::pyast
