@@ -7,7 +7,7 @@ export VENV BUILD_DIR
 # ctest drives the runner with the venv's Python.
 export TRITIUM_PYTHON := $(abspath $(PY))
 
-.PHONY: setup demo test test-cpp test-python bench clean
+.PHONY: setup demo test test-cpp test-python bench fuzz clean
 
 setup:
 	@bash scripts/setup.sh
@@ -29,3 +29,16 @@ bench: setup
 
 clean:
 	rm -rf build
+
+# The parser's libFuzzer target under ASan+UBSan (needs clang-14 and libclang-rt-14-dev).
+# FUZZ_SECONDS bounds the run; the corpus starts from the examples and the stdlib.
+FUZZ_SECONDS ?= 300
+fuzz:
+	@command -v clang++-14 >/dev/null || apt-get install -y -qq clang-14 libclang-rt-14-dev
+	mkdir -p build/fuzz/corpus build/fuzz/crashes
+	clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -Icpp/include cpp/fuzz/pyast_fuzz.cc cpp/src/pyast/*.cc -o build/fuzz/pyast_fuzz
+	cp examples/*/*/*.py build/fuzz/corpus/ 2>/dev/null; \
+	  $(PY) -c "import sysconfig,pathlib,shutil;[shutil.copy(p,'build/fuzz/corpus/'+str(i)+'.py') for i,p in enumerate(sorted(pathlib.Path(sysconfig.get_paths()['stdlib']).glob('*.py'))[:200])]"
+	build/fuzz/pyast_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 \
+	  -artifact_prefix=build/fuzz/crashes/ build/fuzz/corpus

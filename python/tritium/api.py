@@ -30,3 +30,25 @@ def check_suite(
     RuntimeError when no runner can start.
     """
     return json.loads(_core.check_suite_json(os.fspath(path), device, timeout_s, seed, python or sys.executable))
+
+
+def _looks_like_response(text: str) -> bool:
+    return "```" in text or "~~~" in text or "<think>" in text or "</think>" in text
+
+
+def verify(code_or_response: str, task_source: str | None = None, is_response: bool | None = None) -> dict:
+    """Static verdict of a candidate: {"status", "findings": [{rule, severity, line, col, message}]}.
+
+    `code_or_response` is candidate code, or a raw LLM response (a fenced block or a <think> block
+    makes it one; `is_response` forces the choice). `task_source` is accepted for the interface of
+    DESIGN.md; the rules do not need it yet (the reference's names are fixed by KernelBench).
+    """
+    del task_source
+    if is_response is None:
+        is_response = _looks_like_response(code_or_response)
+    return json.loads(_core.verify_json(code_or_response, is_response))
+
+
+def extract(response: str) -> dict:
+    """Plan and code of a raw LLM response, with byte spans: {plan, code, plan_span, code_span, has_code, notes}."""
+    return json.loads(_core.extract_json(response))

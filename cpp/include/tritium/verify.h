@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,5 +41,36 @@ Extraction extract_response(std::string_view response);
 
 Json to_json(const TextSpan& span);          // [begin, end]
 Json to_json(const Extraction& extraction);  // {plan, code, plan_span, code_span, has_code, notes}
+
+}  // namespace tritium
+
+namespace tritium {
+
+// ---- Rules ------------------------------------------------------------------------------------
+
+/// One rule's verdict on one place of the code (rule ids: docs/rules.md).
+struct Finding {
+  std::string rule;      // stable id, e.g. "func.torch_compute:matmul"
+  std::string severity;  // "error" decides the status; "warning" is reported only
+  std::uint32_t line = 0, col = 0;  // 1-based line, 0-based byte column (0:0 when not located)
+  std::string message;
+};
+
+/// The static verdict: status is "valid", or the first failing stage among the error findings
+/// ("invalid_syntax", "invalid_functionality", "hack"), as in DESIGN.md.
+struct Verification {
+  std::string status;
+  std::vector<Finding> findings;
+  bool valid() const { return status == "valid"; }
+};
+
+/// Verifies candidate code (a module defining ModelNew and Triton kernels).
+Verification verify_code(std::string_view code);
+
+/// Extracts the code from a raw LLM response, then verifies it (`syntax.no_code` when none).
+Verification verify_response(std::string_view response);
+
+Json to_json(const Finding& finding);
+Json to_json(const Verification& verification);  // {status, findings: [{rule, severity, line, col, message}]}
 
 }  // namespace tritium

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   add_version_command(app, commands);
   add_tasks_command(app, commands);
   add_parse_command(app, commands);
+  add_verify_command(app, commands);
 
   try {
     app.parse(argc, argv);

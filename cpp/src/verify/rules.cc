@@ -1,0 +1,438 @@
+// The verifier's rules (docs/rules.md). Each rule reads the AST through ModuleInfo, so aliases
+// of torch and friends resolve to their qualified names before any check.
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "module_info.h"
+#include "tritium/verify.h"
+
+namespace tritium {
+namespace {
+
+using pyast::Kind;
+using pyast::kNoNode;
+using pyast::NodeId;
+using pyast::Role;
+using verify::ModuleInfo;
+
+bool path_under(const std::string& path, std::string_view prefix) {
+  return path == prefix || (path.size() > prefix.size() && path.starts_with(prefix) && path[prefix.size()] == '.');
+}
+
+std::string last_component(const std::string& path) {
+  std::string p = path;
+  // Overload names of torch.ops are not the op: torch.ops.aten.mm.default -> mm.
+  for (std::string_view overload : {".default", ".out", ".Tensor", ".Scalar"})
+    if (p.ends_with(overload)) p.resize(p.size() - overload.size());
+  return p.substr(p.rfind('.') + 1);
+}
+
+// torch.* calls that allocate, reshape, query or convert: never compute.
+const std::set<std::string>& torch_allowed() {
+  static const std::set<std::string> s = {
+      "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+      "arange", "tensor", "as_tensor", "device", "Size", "is_tensor", "broadcast_shapes", "promote_types",
+      "result_type", "finfo", "iinfo", "get_default_dtype", "no_grad", "inference_mode", "enable_grad",
+      "is_floating_point", "is_grad_enabled", "set_grad_enabled", "dtype", "strided", "contiguous_format",
+      "cuda.synchronize", "cuda.current_device", "cuda.device", "cuda.get_device_properties", "cuda.is_available",
+      "cuda.device_count", "cuda.get_device_capability", "nn.Parameter", "nn.Module", "Tensor", "cuda.empty_cache"};
+  return s;
+}
+
+// Tensor methods that compute (x.relu(), a.matmul(b), ...): delegation when called on tensors.
+const std::set<std::string>& compute_methods() {
+  static const std::set<std::string> s = {
+      "matmul", "mm", "bmm", "mv", "dot", "einsum", "addmm", "addmm_", "baddbmm", "addbmm", "addmv", "addr", "relu",
+      "relu_", "sigmoid", "sigmoid_", "tanh", "tanh_", "exp", "exp_", "exp2", "log", "log_", "log1p", "log2",
+      "softmax", "log_softmax", "sum", "mean", "amax", "amin", "var", "std", "norm", "cumsum", "cumprod", "prod",
+      "logsumexp", "clamp", "clamp_", "clip", "abs", "abs_", "sqrt", "rsqrt", "pow", "pow_", "mul", "mul_", "add",
+      "add_", "sub", "sub_", "div", "div_", "neg", "erf", "sin", "cos", "square", "reciprocal", "gelu", "silu",
+      "softplus", "masked_fill", "masked_fill_", "max", "min", "argmax", "argmin", "topk", "sort", "maximum",
+      "minimum", "where", "layer_norm", "conv2d", "linear", "fill_", "copy_", "zero_", "normal_", "uniform_",
+      "lerp", "addcmul", "addcdiv", "floor", "ceil", "round", "sign", "tril", "triu", "outer", "kron", "cross",
+      "cummax", "cummin", "logical_and", "logical_or", "eq", "ne", "lt", "le", "gt", "ge", "all", "any",
+      "__matmul__", "__mul__", "__add__"};
+  return s;
+}
+
+const std::set<std::string>& forbidden_modules() {
+  static const std::set<std::string> s = {
+      "os", "sys", "subprocess", "socket", "ctypes", "importlib", "inspect", "gc", "builtins", "pickle", "marshal",
+      "shutil", "signal", "pathlib", "io", "tempfile", "urllib", "http", "requests", "time", "random", "weakref",
+      "atexit", "resource", "cffi", "mmap", "code", "codeop", "runpy", "dill", "cloudpickle", "platform", "pty",
+      "fcntl", "select", "asyncore", "ssl", "ftplib", "smtplib", "telnetlib", "sqlite3", "shelve", "glob"};
+  return s;
+}
+
+const std::set<std::string>& concurrency_modules() {
+  static const std::set<std::string> s = {"threading", "_thread", "multiprocessing", "concurrent", "asyncio"};
+  return s;
+}
+
+class Rules {
+ public:
+  Rules(const ModuleInfo& info, std::vector<Finding>& out) : info_(info), t_(info.tree), out_(out) {}
+
+  void run() {
+    syntax();
+    if (info_.model_new == kNoNode) return;
+    if (info_.forward == kNoNode) {
+      error("func.no_forward", info_.model_new, "ModelNew defines no forward(); the checked call is ModelNew.forward");
+      return;
+    }
+    graph_ = verify::call_graph(info_);
+    for (NodeId fn : graph_.functions)
+      for (NodeId n : verify::walk(t_, fn)) in_graph_.insert(n);
+    functionality();
+    hacks();
+  }
+
+ private:
+  void add(const std::string& rule, NodeId at, const std::string& message, const char* severity = "error") {
+    const auto& span = t_.node(at).span;
+    // One finding per rule and line is enough to act on.
+    for (const auto& f : out_)
+      if (f.rule == rule && f.line == span.line) return;
+    out_.push_back({rule, severity, span.line, span.col, message});
+  }
+  void error(const std::string& rule, NodeId at, const std::string& message) { add(rule, at, message); }
+
+  std::string q(NodeId e) const {
+    auto r = info_.qualify(e);
+    return r ? *r : "";
+  }
+
+  // ---- syntax ----
+  void syntax() {
+    const NodeId root = t_.root();
+    if (info_.kernels.empty())
+      error("syntax.no_kernel", root, "no @triton.jit kernel: the answer must define Triton kernels and launch them");
+    if (info_.model_new == kNoNode)
+      error("syntax.no_model_new", root, "no top-level `class ModelNew`; the harness builds ModelNew(*get_init_inputs())");
+    for (const auto& [name, kernel] : info_.kernels) {
+      if (t_.node(kernel).kind == Kind::Assign) continue;
+      bool uses_tl = false;
+      for (NodeId n : verify::walk(t_, kernel)) {
+        const Kind k = t_.node(n).kind;
+        if ((k == Kind::Name || k == Kind::Attribute) && path_under(q(n), "triton.language")) uses_tl = true;
+      }
+      if (!uses_tl) error("syntax.kernel_without_tl", kernel, fmt::format("kernel `{}` uses nothing from triton.language", name));
+    }
+  }
+
+  // ---- functionality ----
+  void functionality() {
+    if (graph_.launches.empty())
+      error("func.kernel_not_launched", info_.forward,
+            "no Triton kernel launch (kernel[grid](...)) is reachable from ModelNew.forward");
+    const auto own_methods = info_.methods(info_.model_new);
+    for (NodeId fn : graph_.functions) {
+      for (NodeId n : verify::walk(t_, fn)) {
+        const auto& node = t_.node(n);
+        if (node.kind == Kind::BinOp && node.op == 3) {
+          error("func.torch_compute:matmul", n, "`@` computes a matmul in PyTorch; do it in a Triton kernel");
+          continue;
+        }
+        if (node.kind == Kind::AugAssign && node.op == 3) {
+          error("func.torch_compute:matmul", n, "`@=` computes a matmul in PyTorch; do it in a Triton kernel");
+          continue;
+        }
+        if (node.kind != Kind::Call) continue;
+        const NodeId callee = t_.child(n, Role::func);
+        torch_call(n, callee);
+        module_call(n, callee, own_methods);
+      }
+    }
+  }
+
+  void torch_call(NodeId call, NodeId callee) {
+    const auto kind = t_.node(callee).kind;
+    if (kind != Kind::Name && kind != Kind::Attribute) return;
+    const std::string path = q(callee);
+    if (info_.from_module(callee) && path_under(path, "torch")) {
+      const std::string rest = path.size() > 6 ? path.substr(6) : "";
+      if (torch_allowed().count(rest)) return;
+      if (path_under(path, "torch.cuda") || path_under(path, "torch.testing") || path_under(path, "torch.backends"))
+        return;  // streams, graphs and patches are the hack rules' business
+      if (path_under(path, "torch.nn") && !path_under(path, "torch.nn.functional")) {
+        // nn.Linear(...)(x): constructing a layer is fine in __init__; calling it is module_call.
+        return;
+      }
+      error("func.torch_compute:" + last_component(path), call,
+            fmt::format("`{}` computes in PyTorch; the work must be done by Triton kernels", path));
+      return;
+    }
+    // Tensor methods: x.relu(), a.matmul(b) on values that are not modules.
+    if (kind == Kind::Attribute && !info_.from_module(callee)) {
+      const std::string attr(t_.text(callee));
+      if (compute_methods().count(attr)) {
+        const NodeId base = t_.child(callee, Role::value);
+        const bool on_self = t_.node(base).kind == Kind::Name && t_.text(base) == "self";
+        if (!on_self)
+          error("func.torch_compute:" + attr, call,
+                fmt::format("tensor method `.{}()` computes in PyTorch; do it in a Triton kernel", attr));
+      }
+    }
+  }
+
+  void module_call(NodeId call, NodeId callee, const std::map<std::string, NodeId>& own_methods) {
+    if (t_.node(callee).kind != Kind::Attribute) return;
+    // self.layer(x) or self.layer.forward(x), where layer is not one of ModelNew's methods.
+    NodeId base = t_.child(callee, Role::value);
+    std::string attr(t_.text(callee));
+    if (attr == "forward" && t_.node(base).kind == Kind::Attribute) {
+      attr = std::string(t_.text(base));
+      base = t_.child(base, Role::value);
+    }
+    if (t_.node(base).kind != Kind::Name || t_.text(base) != "self") return;
+    if (own_methods.count(attr)) return;
+    if (info_.kernels.count(attr)) return;
+    error("func.module_call", call,
+          fmt::format("`self.{}(...)` runs a submodule in PyTorch; keep layers as parameter holders and compute "
+                      "with Triton",
+                      attr));
+  }
+
+  // ---- hacks ----
+  void hacks() {
+    for (NodeId n : verify::walk(t_, t_.root())) {
+      const auto& node = t_.node(n);
+      switch (node.kind) {
+        case Kind::Import:
+        case Kind::ImportFrom:
+          import_rules(n);
+          break;
+        case Kind::Name:
+          name_rules(n);
+          break;
+        case Kind::Attribute:
+          attribute_rules(n);
+          break;
+        case Kind::Call:
+          call_rules(n);
+          break;
+        case Kind::ClassDef:
+          for (NodeId b : t_.children(n, Role::base))
+            if (path_under(q(b), "torch.Tensor") || path_under(q(b), "torch._C"))
+              error("hack.tensor_subclass", n, "a torch.Tensor subclass can defer or fake the work");
+          break;
+        case Kind::FunctionDef:
+        case Kind::AsyncFunctionDef:
+          if (t_.text(n) == "__torch_function__" || t_.text(n) == "__torch_dispatch__")
+            error("hack.tensor_subclass", n, "__torch_function__/__torch_dispatch__ intercepts tensor operations");
+          break;
+        case Kind::Assign:
+        case Kind::AugAssign:
+        case Kind::AnnAssign:
+        case Kind::Delete:
+          for (NodeId target : t_.children(n, Role::target)) assignment_rules(n, target);
+          break;
+        case Kind::Try:
+        case Kind::TryStar:
+          if (in_graph_.count(n))
+            error("hack.try_fallback", n, "try/except in the forward path can fall back to PyTorch or hide failures");
+          break;
+        case Kind::Global:
+          if (in_graph_.count(n))
+            error("hack.output_cache", n, "`global` in the forward path keeps state across calls");
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  void import_rules(NodeId n) {
+    std::vector<std::string> modules;
+    if (t_.node(n).kind == Kind::Import) {
+      for (NodeId a : t_.children(n, Role::names)) modules.emplace_back(t_.text(a));
+    } else {
+      const std::string base(t_.text(n));
+      if (t_.node(n).op > 0) {
+        error("hack.reference", n, "a relative import can reach the task or the harness");
+        return;
+      }
+      modules.push_back(base);
+      for (NodeId a : t_.children(n, Role::names)) {
+        const std::string name(t_.text(a));
+        if (name == "Model" || name == "get_inputs" || name == "get_init_inputs")
+          error("hack.reference", n, fmt::format("imports `{}` from the reference", name));
+        modules.push_back(base + "." + name);
+      }
+    }
+    for (const auto& m : modules) {
+      const std::string root = m.substr(0, m.find('.'));
+      if (concurrency_modules().count(root))
+        error("hack.concurrency", n, fmt::format("`{}`: threads and processes can run work outside the timed call", root));
+      else if (forbidden_modules().count(root) || path_under(m, "numpy.random"))
+        error("hack.forbidden_module:" + root, n, fmt::format("importing `{}` is not allowed in a candidate", root));
+      if (root == "task" || root == "reference" || root == "harness" || root == "tritium")
+        error("hack.reference", n, fmt::format("importing `{}` reaches the reference or the harness", root));
+    }
+  }
+
+  void name_rules(NodeId n) {
+    const std::string name(t_.text(n));
+    if (name == "Model" || name == "get_inputs" || name == "get_init_inputs") {
+      if (!info_.classes.count(name) && !info_.functions.count(name) && !info_.module_variables.count(name))
+        error("hack.reference", n, fmt::format("`{}` belongs to the reference; ModelNew must stand alone", name));
+      else
+        error("hack.reference", n, fmt::format("`{}` copies the reference into the answer", name));
+    }
+    if (name == "__builtins__" || name == "__loader__" || name == "__spec__")
+      error("hack.dynamic_code", n, fmt::format("`{}` reaches the interpreter's internals", name));
+  }
+
+  void attribute_rules(NodeId n) {
+    const std::string attr(t_.text(n));
+    static const std::set<std::string> dunder = {"__dict__", "__class__", "__subclasses__", "__globals__", "__code__",
+                                                 "__closure__", "__mro__", "__bases__", "__builtins__", "f_back",
+                                                 "f_globals", "f_locals", "__getattribute__", "_getframe"};
+    if (dunder.count(attr)) error("hack.dynamic_code", n, fmt::format("`.{}` reaches interpreter internals", attr));
+    if (attr == "_make_subclass") error("hack.tensor_subclass", n, "_make_subclass builds a tensor subclass");
+    if (attr == "training" && in_graph_.count(n)) {
+      const NodeId base = t_.child(n, Role::value);
+      if (t_.node(base).kind == Kind::Name && t_.text(base) == "self")
+        error("hack.training_branch", n, "reading self.training in the forward path: the work must not depend on the mode");
+    }
+    if (!info_.from_module(n)) return;
+    const std::string path = q(n);
+    if (path_under(path, "torch.cuda.Stream") || path_under(path, "torch.cuda.stream") ||
+        path_under(path, "torch.cuda.set_stream") || path_under(path, "torch.cuda.Event") ||
+        path_under(path, "torch.cuda.ExternalStream") || path_under(path, "torch.Stream") ||
+        path_under(path, "torch.cuda.StreamContext") || path_under(path, "torch.cuda.current_stream") ||
+        path_under(path, "torch.cuda.default_stream"))
+      error("hack.stream", n, fmt::format("`{}`: work on other streams escapes the timing", path));
+    if (path_under(path, "torch.cuda.CUDAGraph") || path_under(path, "torch.cuda.graph") ||
+        path_under(path, "torch.cuda.graphs") || path_under(path, "torch.cuda.make_graphed_callables"))
+      error("hack.cuda_graph", n, fmt::format("`{}`: replayed CUDA graphs fake the timed work", path));
+    if (path_under(path, "torch.initial_seed") || path_under(path, "torch.seed") ||
+        path_under(path, "torch.get_rng_state") || path_under(path, "torch.random") ||
+        path_under(path, "torch.cuda.initial_seed") || path_under(path, "torch.cuda.get_rng_state") ||
+        path_under(path, "torch.default_generator") || path_under(path, "numpy.random.get_state"))
+      error("hack.rng_probe", n, fmt::format("`{}` probes the random state to detect the harness", path));
+    if (path_under(path, "os.environ") || path_under(path, "os.getenv") || path_under(path, "torch.load") ||
+        path_under(path, "torch.save") || path_under(path, "numpy.load"))
+      error("hack.file_env", n, fmt::format("`{}` reads or writes files or the environment", path));
+    if (path_under(path, "os.fork") || path_under(path, "os.system") || path_under(path, "os.popen"))
+      error("hack.concurrency", n, fmt::format("`{}` starts processes", path));
+    if (path_under(path, "sys.modules") || path_under(path, "sys._getframe"))
+      error("hack.dynamic_code", n, fmt::format("`{}` reaches the interpreter's internals", path));
+  }
+
+  void call_rules(NodeId n) {
+    const NodeId callee = t_.child(n, Role::func);
+    if (t_.node(callee).kind != Kind::Name) {
+      if (t_.node(callee).kind == Kind::Attribute) data_ptr_key(n, callee);
+      return;
+    }
+    const std::string name(t_.text(callee));
+    if (info_.functions.count(name) || info_.classes.count(name)) return;  // the module's own
+    static const std::set<std::string> dynamic = {"exec", "eval", "compile", "__import__", "globals", "locals",
+                                                  "vars", "breakpoint"};
+    if (dynamic.count(name)) error("hack.dynamic_code", n, fmt::format("`{}()` runs or inspects code dynamically", name));
+    if (name == "open" || name == "input") error("hack.file_env", n, fmt::format("`{}()` reads files or input", name));
+    if (name == "id" && in_graph_.count(n))
+      error("hack.output_cache", n, "id() in the forward path keys results on object identity");
+    if (name == "getattr" || name == "setattr" || name == "delattr") {
+      const auto args = t_.children(n, Role::arg);
+      const bool constant_name = args.size() >= 2 && t_.node(args[1]).kind == pyast::Kind::Constant;
+      const bool on_module = !args.empty() && info_.from_module(args[0]);
+      if (!constant_name || on_module)
+        error(name == "getattr" ? "hack.dynamic_code" : "hack.monkeypatch", n,
+              fmt::format("`{}()` {} hides what is called or patched", name,
+                          constant_name ? "on a module" : "with a computed name"));
+    }
+  }
+
+  // x.data_ptr() used as a key or compared: results cached on tensor addresses.
+  void data_ptr_key(NodeId call, NodeId callee) {
+    if (t_.text(callee) != "data_ptr" || !in_graph_.count(call)) return;
+    error("hack.output_cache", call, "data_ptr() in the forward path can key cached results on tensor addresses");
+  }
+
+  void assignment_rules(NodeId stmt, NodeId target) {
+    for (NodeId x : verify::walk(t_, target)) {
+      const auto k = t_.node(x).kind;
+      if (k != Kind::Attribute && k != Kind::Subscript) continue;
+      // The object written to: for a.b.c = v it is a.b; for a[k] = v it is a.
+      const NodeId base = t_.child(x, Role::value);
+      if (k == Kind::Attribute && info_.from_module(x)) {
+        error("hack.monkeypatch", stmt, fmt::format("assigning `{}` patches an imported module", q(x)));
+        continue;
+      }
+      if (!in_graph_.count(stmt)) continue;
+      NodeId root = base;
+      while (root != kNoNode && (t_.node(root).kind == Kind::Attribute || t_.node(root).kind == Kind::Subscript))
+        root = t_.child(root, Role::value);
+      const bool self_state = k == Kind::Attribute && t_.node(base).kind == Kind::Name && t_.text(base) == "self";
+      const bool self_container = root != kNoNode && t_.node(root).kind == Kind::Name && t_.text(root) == "self" &&
+                                  k == Kind::Subscript;
+      const bool module_container = root != kNoNode && t_.node(root).kind == Kind::Name &&
+                                    info_.module_variables.count(std::string(t_.text(root)));
+      if (self_state || self_container || module_container)
+        error("hack.output_cache", stmt,
+              "state written in the forward path outlives the call (a cache of outputs, a call counter)");
+    }
+  }
+
+  const ModuleInfo& info_;
+  const pyast::Tree& t_;
+  std::vector<Finding>& out_;
+  verify::CallGraph graph_;
+  std::set<NodeId> in_graph_;
+};
+
+const char* stage_of(const std::string& rule) {
+  if (rule.starts_with("syntax.")) return "invalid_syntax";
+  if (rule.starts_with("func.")) return "invalid_functionality";
+  return "hack";
+}
+
+int stage_rank(const std::string& status) {
+  return status == "invalid_syntax" ? 0 : status == "invalid_functionality" ? 1 : status == "hack" ? 2 : 3;
+}
+
+Verification finish(std::vector<Finding> findings) {
+  std::stable_sort(findings.begin(), findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.line < b.line; });
+  std::string status = "valid";
+  for (const auto& f : findings)
+    if (f.severity == "error" && stage_rank(stage_of(f.rule)) < stage_rank(status)) status = stage_of(f.rule);
+  return {status, std::move(findings)};
+}
+
+}  // namespace
+
+Verification verify_code(std::string_view code) {
+  std::vector<Finding> findings;
+  const pyast::Parsed parsed = pyast::parse(code);
+  if (!parsed.ok()) {
+    findings.push_back({"syntax.parse", "error", parsed.error->line, parsed.error->col, parsed.error->message});
+    return finish(std::move(findings));
+  }
+  const ModuleInfo info(parsed.tree);
+  Rules(info, findings).run();
+  return finish(std::move(findings));
+}
+
+Verification verify_response(std::string_view response) {
+  const Extraction extraction = extract_response(response);
+  if (!extraction.has_code) return finish({{"syntax.no_code", "error", 0, 0, "the response holds no code block"}});
+  Verification v = verify_code(extraction.code);
+  return v;
+}
+
+Json to_json(const Finding& f) {
+  return {{"rule", f.rule}, {"severity", f.severity}, {"line", f.line}, {"col", f.col}, {"message", f.message}};
+}
+
+Json to_json(const Verification& v) {
+  Json findings = Json::array();
+  for (const auto& f : v.findings) findings.push_back(to_json(f));
+  return {{"status", v.status}, {"findings", findings}};
+}
+
+}  // namespace tritium
