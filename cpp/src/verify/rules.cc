@@ -21,12 +21,23 @@ bool path_under(const std::string& path, std::string_view prefix) {
   return path == prefix || (path.size() > prefix.size() && path.starts_with(prefix) && path[prefix.size()] == '.');
 }
 
-std::string last_component(const std::string& path) {
-  std::string p = path;
-  // Overload names of torch.ops are not the op: torch.ops.aten.mm.default -> mm.
+// The op of a torch path, as rule ids name it: the path after `torch.` (and after
+// `nn.functional.`), without an overload: torch.ops.aten.mm.default -> ops.aten.mm.
+std::string op_name(const std::string& path) {
+  std::string p = path.substr(std::string_view("torch.").size());
+  if (p.starts_with("nn.functional.")) p = p.substr(std::string_view("nn.functional.").size());
   for (std::string_view overload : {".default", ".out", ".Tensor", ".Scalar"})
     if (p.ends_with(overload)) p.resize(p.size() - overload.size());
-  return p.substr(p.rfind('.') + 1);
+  return p;
+}
+
+// A call that builds an nn layer: torch.nn.Linear(...), but not Parameter or init helpers.
+bool builds_layer(const ModuleInfo& info, NodeId call) {
+  if (call == kNoNode || info.tree.node(call).kind != Kind::Call) return false;
+  const auto q = info.qualify(info.tree.child(call, Role::func));
+  if (!q || !info.from_module(info.tree.child(call, Role::func)) || !path_under(*q, "torch.nn")) return false;
+  return !path_under(*q, "torch.nn.functional") && !path_under(*q, "torch.nn.Parameter") &&
+         !path_under(*q, "torch.nn.init") && !path_under(*q, "torch.nn.Module");
 }
 
 // torch.* calls that allocate, reshape, query or convert: never compute.
@@ -83,6 +94,10 @@ class Rules {
       return;
     }
     graph_ = verify::call_graph(info_);
+    for (NodeId n : verify::walk(t_, t_.root()))
+      if (t_.node(n).kind == Kind::Assign && builds_layer(info_, t_.child(n, Role::value)))
+        for (NodeId target : t_.children(n, Role::target))
+          if (t_.node(target).kind == Kind::Name) layer_names_.insert(std::string(t_.text(target)));
     for (NodeId fn : graph_.functions)
       for (NodeId n : verify::walk(t_, fn)) in_graph_.insert(n);
     functionality();
@@ -113,11 +128,13 @@ class Rules {
       error("syntax.no_model_new", root, "no top-level `class ModelNew`; the harness builds ModelNew(*get_init_inputs())");
     for (const auto& [name, kernel] : info_.kernels) {
       if (t_.node(kernel).kind == Kind::Assign) continue;
+      // The body only: a `tl.constexpr` annotation does no work.
       bool uses_tl = false;
-      for (NodeId n : verify::walk(t_, kernel)) {
-        const Kind k = t_.node(n).kind;
-        if ((k == Kind::Name || k == Kind::Attribute) && path_under(q(n), "triton.language")) uses_tl = true;
-      }
+      for (NodeId stmt : t_.children(kernel, Role::body))
+        for (NodeId n : verify::walk(t_, stmt)) {
+          const Kind k = t_.node(n).kind;
+          if ((k == Kind::Name || k == Kind::Attribute) && path_under(q(n), "triton.language")) uses_tl = true;
+        }
       if (!uses_tl) error("syntax.kernel_without_tl", kernel, fmt::format("kernel `{}` uses nothing from triton.language", name));
     }
   }
@@ -160,7 +177,7 @@ class Rules {
         // nn.Linear(...)(x): constructing a layer is fine in __init__; calling it is module_call.
         return;
       }
-      error("func.torch_compute:" + last_component(path), call,
+      error("func.torch_compute:" + op_name(path), call,
             fmt::format("`{}` computes in PyTorch; the work must be done by Triton kernels", path));
       return;
     }
@@ -178,6 +195,12 @@ class Rules {
   }
 
   void module_call(NodeId call, NodeId callee, const std::map<std::string, NodeId>& own_methods) {
+    // nn.AvgPool2d(...)(x), or a name bound to a layer and called.
+    const bool layer_name = t_.node(callee).kind == Kind::Name && layer_names_.count(std::string(t_.text(callee)));
+    if (builds_layer(info_, callee) || layer_name) {
+      error("func.module_call", call, "calling an nn layer runs it in PyTorch; compute with Triton kernels");
+      return;
+    }
     if (t_.node(callee).kind != Kind::Attribute) return;
     // self.layer(x) or self.layer.forward(x), where layer is not one of ModelNew's methods.
     NodeId base = t_.child(callee, Role::value);
@@ -234,6 +257,15 @@ class Rules {
           if (in_graph_.count(n))
             error("hack.try_fallback", n, "try/except in the forward path can fall back to PyTorch or hide failures");
           break;
+        case Kind::With:
+        case Kind::AsyncWith:
+          for (NodeId item : t_.children(n, Role::item)) {
+            const NodeId ctx = t_.child(item, Role::context);
+            if (in_graph_.count(n) && t_.node(ctx).kind == Kind::Call &&
+                path_under(q(t_.child(ctx, Role::func)), "contextlib.suppress"))
+              error("hack.try_fallback", n, "contextlib.suppress in the forward path swallows failures");
+          }
+          break;
         case Kind::Global:
           if (in_graph_.count(n))
             error("hack.output_cache", n, "`global` in the forward path keeps state across calls");
@@ -283,6 +315,7 @@ class Rules {
     }
     if (name == "__builtins__" || name == "__loader__" || name == "__spec__")
       error("hack.dynamic_code", n, fmt::format("`{}` reaches the interpreter's internals", name));
+    path_rules(n);
   }
 
   void attribute_rules(NodeId n) {
@@ -297,6 +330,12 @@ class Rules {
       if (t_.node(base).kind == Kind::Name && t_.text(base) == "self")
         error("hack.training_branch", n, "reading self.training in the forward path: the work must not depend on the mode");
     }
+    path_rules(n);
+  }
+
+  // Rules on what a name or attribute resolves to through imports and aliases, so that
+  // `from torch.cuda import graph as capture` is `torch.cuda.graph`.
+  void path_rules(NodeId n) {
     if (!info_.from_module(n)) return;
     const std::string path = q(n);
     if (path_under(path, "torch.cuda.Stream") || path_under(path, "torch.cuda.stream") ||
@@ -383,6 +422,7 @@ class Rules {
   std::vector<Finding>& out_;
   verify::CallGraph graph_;
   std::set<NodeId> in_graph_;
+  std::set<std::string> layer_names_;
 };
 
 const char* stage_of(const std::string& rule) {
