@@ -104,3 +104,34 @@ def test_every_example_task_checks():
     doc = json.loads(result.stdout)
     assert result.returncode == 0, [t["error"] for t in doc["tasks"] if not t["ok"]]
     assert doc["summary"]["failed"] == 0 and doc["summary"]["total"] >= 16
+
+
+def test_parse_reports_ok_or_file_line_col(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(:\n    pass\n")
+    good = EXAMPLE_TASKS / "level1" / "01_relu.py"
+    result = run("parse", good, bad)
+    assert result.returncode == 1
+    assert f"{good}: ok" in result.stdout
+    assert f"{bad}:1:" in result.stdout
+    doc = json.loads(run("parse", bad, "--json").stdout)
+    assert doc["failed"] == 1 and doc["files"][0]["line"] == 1
+
+
+def test_verify_files_and_a_jsonl_of_responses(tmp_path):
+    solution = (EXAMPLE_TASKS.parent / "solutions" / "level1" / "01_relu.py").read_text()
+    cheat = FIXTURES / "verify" / "cheats" / "delegate_01_torch_matmul.py"
+    result = run("verify", EXAMPLE_TASKS.parent / "solutions" / "level1" / "01_relu.py", cheat)
+    assert result.returncode == 1
+    assert "valid    " in result.stdout and "invalid_functionality" in result.stdout
+    lines = [
+        json.dumps({"task_id": "a", "response": f"<think>plan</think>\n```python\n{solution}```"}),
+        json.dumps({"task_id": "b", "code": cheat.read_text()}),
+        "{not json",
+    ]
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("\n".join(lines) + "\n")
+    doc = json.loads(run("verify", "--responses", batch, "--json").stdout)
+    statuses = [v["status"] for v in doc["verdicts"]]
+    assert statuses == ["valid", "invalid_functionality", "error"]
+    assert doc["total"] == 3 and doc["valid"] == 1

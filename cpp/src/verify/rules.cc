@@ -171,8 +171,11 @@ class Rules {
     if (info_.from_module(callee) && path_under(path, "torch")) {
       const std::string rest = path.size() > 6 ? path.substr(6) : "";
       if (torch_allowed().count(rest)) return;
-      if (path_under(path, "torch.cuda") || path_under(path, "torch.testing") || path_under(path, "torch.backends"))
-        return;  // streams, graphs and patches are the hack rules' business
+      if (path_under(path, "torch.cuda") || path_under(path, "torch.testing") || path_under(path, "torch.backends") ||
+          path_under(path, "torch.random") || path_under(path, "torch.initial_seed") || path_under(path, "torch.seed") ||
+          path_under(path, "torch.manual_seed") || path_under(path, "torch.get_rng_state") ||
+          path_under(path, "torch.set_rng_state") || path.ends_with("._make_subclass"))
+        return;  // no compute: streams, graphs, RNG probes and subclasses are the hack rules' business
       if (path_under(path, "torch.nn") && !path_under(path, "torch.nn.functional")) {
         // nn.Linear(...)(x): constructing a layer is fine in __init__; calling it is module_call.
         return;
