@@ -18,12 +18,14 @@ class RatioReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
   }
   void PrintRatios() const {
-    for (const auto& [name, time] : times_) {
-      const auto slash = name.find('/');
-      const std::string base = name.substr(0, slash), args = slash == std::string::npos ? "" : name.substr(slash);
+    // Names carry run options after '/' (Arg, min_time, manual_time): pair on the base name.
+    std::map<std::string, double> by_base;
+    for (const auto& [name, time] : times_) by_base[name.substr(0, name.find('/'))] = time;
+    for (const auto& [base, time] : by_base) {
       if (base.ends_with("_baseline")) continue;
-      auto it = times_.find(base + "_baseline" + args);
-      if (it != times_.end()) std::printf("ratio %s / baseline: %.2fx\n", name.c_str(), time / it->second);
+      auto it = by_base.find(base + "_baseline");
+      if (it != by_base.end())
+        std::printf("ratio %s / baseline: %.3fx (%.1fx faster)\n", base.c_str(), time / it->second, it->second / time);
     }
   }
 

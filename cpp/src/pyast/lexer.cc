@@ -18,12 +18,6 @@ constexpr std::array<std::string_view, 35> kKeywords = {
     "from",  "global", "if",      "import",   "in",       "is",     "lambda", "nonlocal", "not",
     "or",    "pass",   "raise",   "return",   "try",      "while",  "with",  "yield"};
 
-// Longest first, so that a prefix never shadows a longer operator.
-constexpr std::array<std::string_view, 47> kOperators = {
-    "**=", "//=", ">>=", "<<=", "...", "->", ":=", "!=", "==", "<=", ">=", "**", "//", "<<", ">>", "+=",
-    "-=",  "*=",  "/=",  "%=",  "&=",  "|=", "^=", "@=", "+",  "-",  "*",  "/",  "%",  "@",  "&",  "|",
-    "^",   "~",   "<",   ">",   "(",   ")",  "[",  "]",  "{",  "}",  ",",  ":",  ";",  ".",  "="};
-
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_ascii_ident_start(unsigned char c) { return std::isalpha(c) || c == '_'; }
 
@@ -104,7 +98,13 @@ class Lexer {
   Span span_at(std::uint32_t begin) const { return {line_, begin - line_start_, line_, begin - line_start_}; }
 
   void emit(Tok kind, std::uint32_t begin, std::uint32_t end, Span span) {
-    out_.tokens.push_back({kind, begin, end, span});
+    Token t{kind, false, begin, end, span, 0};
+    if (kind == Tok::Op || kind == Tok::Name) {
+      const std::string_view text = s_.substr(begin, end - begin);
+      t.code = pack(text);
+      t.keyword = kind == Tok::Name && t.code != kLongText && is_keyword(text);
+    }
+    out_.tokens.push_back(t);
   }
   // A token on one line from `begin` to pos_.
   void emit_here(Tok kind, std::uint32_t begin) {
@@ -368,11 +368,38 @@ class Lexer {
     error(buf, pos_);
   }
 
+  // The length of the operator at pos_ (longest match), or 0.
+  std::uint32_t operator_length() const {
+    const std::size_t left = end_ - pos_;
+    const char* p = s_.data() + pos_;
+    const char c0 = p[0], c1 = left > 1 ? p[1] : 0, c2 = left > 2 ? p[2] : 0;
+    switch (c0) {
+      case '(': case ')': case '[': case ']': case '{': case '}': case ',': case ';': case '~':
+        return 1;
+      case '.':
+        return c1 == '.' && c2 == '.' ? 3 : 1;
+      case ':':
+        return c1 == '=' ? 2 : 1;
+      case '-':
+        return c1 == '=' || c1 == '>' ? 2 : 1;
+      case '!':
+        return c1 == '=' ? 2 : 0;
+      case '+': case '%': case '@': case '&': case '|': case '^': case '=':
+        return c1 == '=' ? 2 : 1;
+      case '*': case '/': case '<': case '>': {
+        if (c1 == c0) return c2 == '=' ? 3 : 2;  // ** // << >> and their op= forms
+        return c1 == '=' ? 2 : 1;
+      }
+      default:
+        return 0;
+    }
+  }
+
   void op() {
     const std::uint32_t begin = pos_;
-    for (std::string_view o : kOperators) {
-      if (s_.substr(pos_, o.size()) != o) continue;
-      pos_ += static_cast<std::uint32_t>(o.size());
+    if (const std::uint32_t n = operator_length()) {
+      const std::string_view o = s_.substr(pos_, n);
+      pos_ += n;
       const char c = o[0];
       if (o.size() == 1 && (c == '(' || c == '[' || c == '{')) {
         brackets_.push_back({c, line_, begin - line_start_});
@@ -498,6 +525,8 @@ std::string normalize_identifier(std::string_view word) {
 }
 
 bool is_keyword(std::string_view word) {
+  const bool lower = std::islower(static_cast<unsigned char>(word[0])) != 0;
+  if (word.size() < 2 || word.size() > 8 || (!lower && word[0] != 'F' && word[0] != 'N' && word[0] != 'T')) return false;
   return std::find(kKeywords.begin(), kKeywords.end(), word) != kKeywords.end();
 }
 

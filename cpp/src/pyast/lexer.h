@@ -15,10 +15,22 @@ namespace tritium::pyast {
 
 enum class Tok : std::uint8_t { Name, Number, String, Op, Newline, Indent, Dedent, End };
 
+/// Up to 8 bytes packed into an integer, so that the parser compares operators and keywords
+/// as integers; longer text packs to kLongText.
+inline constexpr std::uint64_t kLongText = ~std::uint64_t{0};
+constexpr std::uint64_t pack(std::string_view text) {
+  if (text.size() > 8) return kLongText;
+  std::uint64_t code = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) code |= std::uint64_t{static_cast<unsigned char>(text[i])} << (8 * i);
+  return code;
+}
+
 struct Token {
   Tok kind;
+  bool keyword = false;      // a Name that is a hard keyword
   std::uint32_t begin, end;  // byte offsets into the source
   Span span;
+  std::uint64_t code = 0;    // pack(text) for operators and names
 };
 
 /// Where lexing starts: a whole module, or one f-string replacement field (inside brackets: no

@@ -49,12 +49,14 @@ class Parser {
   std::string_view text(const Token& t) const { return s_.substr(t.begin, t.end - t.begin); }
   bool at(Tok kind, std::size_t ahead = 0) const { return tok(ahead).kind == kind; }
   bool is_op(std::string_view op, std::size_t ahead = 0) const {
-    return tok(ahead).kind == Tok::Op && text(tok(ahead)) == op;
+    const Token& t = tok(ahead);
+    return t.kind == Tok::Op && t.code == pack(op);
   }
   bool is_kw(std::string_view kw, std::size_t ahead = 0) const {
-    return tok(ahead).kind == Tok::Name && text(tok(ahead)) == kw;
+    const Token& t = tok(ahead);
+    return t.kind == Tok::Name && t.code == pack(kw);
   }
-  bool is_name(std::size_t ahead = 0) const { return at(Tok::Name, ahead) && !is_keyword(text(tok(ahead))); }
+  bool is_name(std::size_t ahead = 0) const { return at(Tok::Name, ahead) && !tok(ahead).keyword; }
   const Token& next() {
     const Token& t = tok();
     if (i_ < t_.size() - 1) ++i_;
@@ -1015,15 +1017,19 @@ class Parser {
 
   // Binary operator levels, loosest first.
   NodeId binary(int level) {
-    static constexpr std::string_view levels[][5] = {
-        {"|"}, {"^"}, {"&"}, {"<<", ">>"}, {"+", "-"}, {"*", "/", "//", "%", "@"}};
+    static constexpr std::uint64_t levels[][5] = {{pack("|")},
+                                                  {pack("^")},
+                                                  {pack("&")},
+                                                  {pack("<<"), pack(">>")},
+                                                  {pack("+"), pack("-")},
+                                                  {pack("*"), pack("/"), pack("//"), pack("%"), pack("@")}};
     if (level == 6) return factor();
     NodeId left = binary(level + 1);
     while (at(Tok::Op)) {
       const std::string_view op = text(tok());
+      const std::uint64_t code = tok().code;
       bool match = false;
-      for (auto candidate : levels[level])
-        if (!candidate.empty() && candidate == op) match = true;
+      for (std::uint64_t candidate : levels[level]) match = match || (candidate != 0 && code == candidate);
       if (!match) break;
       next();
       const NodeId n = start_at(Kind::BinOp, left, bin_op_code(op));
