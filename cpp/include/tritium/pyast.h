@@ -85,6 +85,10 @@ class Tree {
   std::vector<NodeId> children(NodeId id) const;
 
   // Building (the parser's side).
+  void reserve(std::size_t nodes) {
+    nodes_.reserve(nodes);
+    strings_.reserve(nodes / 2);
+  }
   NodeId add(Kind kind, Span span, std::uint16_t op = 0);
   void set_text(NodeId id, std::string_view text);
   void append(NodeId parent, NodeId child, Role role);

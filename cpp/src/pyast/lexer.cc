@@ -66,6 +66,7 @@ class Lexer {
         brackets_mode_(start.in_brackets) {}
 
   Lexed run() {
+    out_.tokens.reserve((end_ - pos_) / 4 + 16);
     while (!out_.error) {
       if (at_bol_ && brackets_.empty() && !brackets_mode_) {
         indentation();
@@ -525,9 +526,13 @@ std::string normalize_identifier(std::string_view word) {
 }
 
 bool is_keyword(std::string_view word) {
-  const bool lower = std::islower(static_cast<unsigned char>(word[0])) != 0;
-  if (word.size() < 2 || word.size() > 8 || (!lower && word[0] != 'F' && word[0] != 'N' && word[0] != 'T')) return false;
-  return std::find(kKeywords.begin(), kKeywords.end(), word) != kKeywords.end();
+  static constexpr auto codes = [] {
+    std::array<std::uint64_t, kKeywords.size()> out{};
+    for (std::size_t i = 0; i < kKeywords.size(); ++i) out[i] = pack(kKeywords[i]);
+    return out;
+  }();
+  const std::uint64_t code = pack(word);
+  return code != kLongText && std::find(codes.begin(), codes.end(), code) != codes.end();
 }
 
 Lexed tokenize(std::string_view source, const LexStart& start) { return Lexer(source, start).run(); }

@@ -9,13 +9,24 @@ using pyast::kNoNode;
 using pyast::Role;
 
 std::vector<NodeId> walk(const Tree& tree, NodeId root) {
-  std::vector<NodeId> out, stack{root};
-  while (!stack.empty()) {
-    const NodeId n = stack.back();
-    stack.pop_back();
+  // Pre-order along the child/sibling links; the stack holds where to resume after a subtree.
+  std::vector<NodeId> out, resume;
+  NodeId n = root;
+  while (true) {
     out.push_back(n);
-    const auto kids = tree.children(n);
-    for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back(*it);
+    const auto& node = tree.node(n);
+    const NodeId next = n == root ? kNoNode : node.next_sibling;
+    if (node.first_child != kNoNode) {
+      if (next != kNoNode) resume.push_back(next);
+      n = node.first_child;
+    } else if (next != kNoNode) {
+      n = next;
+    } else if (!resume.empty()) {
+      n = resume.back();
+      resume.pop_back();
+    } else {
+      break;
+    }
   }
   return out;
 }
@@ -31,8 +42,11 @@ bool is_kernel_decorator(const ModuleInfo& info, NodeId d) {
 
 ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
   const NodeId root = t.root();
+  all_nodes = walk(t, root);
+  std::vector<NodeId> assignments;
   // Imports anywhere (a function-level import binds the same names for our purposes).
-  for (NodeId n : walk(t, root)) {
+  for (NodeId n : all_nodes) {
+    if (t.node(n).kind == Kind::Assign) assignments.push_back(n);
     const Kind k = t.node(n).kind;
     if (k == Kind::Import) {
       for (NodeId a : t.children(n, Role::names)) {
@@ -61,8 +75,7 @@ ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
   }
   // Aliases by assignment, anywhere: `F = torch.nn.functional`, `mm = T.matmul` (flow-insensitive).
   for (int pass = 0; pass < 3; ++pass) {
-    for (NodeId n : walk(t, root)) {
-      if (t.node(n).kind != Kind::Assign) continue;
+    for (NodeId n : assignments) {
       const NodeId value = t.child(n, Role::value);
       const auto q = qualify(value);
       if (!q || !from_module(value)) continue;

@@ -23,6 +23,7 @@ struct ModuleInfo {
   std::map<std::string, NodeId> kernels;              // top-level Triton kernels
   std::map<std::string, NodeId> classes;              // top-level classes
   std::set<std::string> module_variables;             // names assigned at module level
+  std::vector<NodeId> all_nodes;                      // the whole tree in pre-order
   NodeId model_new = pyast::kNoNode;
   NodeId forward = pyast::kNoNode;
 

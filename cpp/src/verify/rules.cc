@@ -94,12 +94,13 @@ class Rules {
       return;
     }
     graph_ = verify::call_graph(info_);
-    for (NodeId n : verify::walk(t_, t_.root()))
+    in_graph_.assign(t_.size(), false);
+    for (NodeId n : info_.all_nodes)
       if (t_.node(n).kind == Kind::Assign && builds_layer(info_, t_.child(n, Role::value)))
         for (NodeId target : t_.children(n, Role::target))
           if (t_.node(target).kind == Kind::Name) layer_names_.insert(std::string(t_.text(target)));
     for (NodeId fn : graph_.functions)
-      for (NodeId n : verify::walk(t_, fn)) in_graph_.insert(n);
+      for (NodeId n : verify::walk(t_, fn)) in_graph_[n] = true;
     functionality();
     hacks();
   }
@@ -223,7 +224,7 @@ class Rules {
 
   // ---- hacks ----
   void hacks() {
-    for (NodeId n : verify::walk(t_, t_.root())) {
+    for (NodeId n : info_.all_nodes) {
       const auto& node = t_.node(n);
       switch (node.kind) {
         case Kind::Import:
@@ -257,20 +258,20 @@ class Rules {
           break;
         case Kind::Try:
         case Kind::TryStar:
-          if (in_graph_.count(n))
+          if (in_graph_[n])
             error("hack.try_fallback", n, "try/except in the forward path can fall back to PyTorch or hide failures");
           break;
         case Kind::With:
         case Kind::AsyncWith:
           for (NodeId item : t_.children(n, Role::item)) {
             const NodeId ctx = t_.child(item, Role::context);
-            if (in_graph_.count(n) && t_.node(ctx).kind == Kind::Call &&
+            if (in_graph_[n] && t_.node(ctx).kind == Kind::Call &&
                 path_under(q(t_.child(ctx, Role::func)), "contextlib.suppress"))
               error("hack.try_fallback", n, "contextlib.suppress in the forward path swallows failures");
           }
           break;
         case Kind::Global:
-          if (in_graph_.count(n))
+          if (in_graph_[n])
             error("hack.output_cache", n, "`global` in the forward path keeps state across calls");
           break;
         default:
@@ -328,7 +329,7 @@ class Rules {
                                                  "f_globals", "f_locals", "__getattribute__", "_getframe"};
     if (dunder.count(attr)) error("hack.dynamic_code", n, fmt::format("`.{}` reaches interpreter internals", attr));
     if (attr == "_make_subclass") error("hack.tensor_subclass", n, "_make_subclass builds a tensor subclass");
-    if (attr == "training" && in_graph_.count(n)) {
+    if (attr == "training" && in_graph_[n]) {
       const NodeId base = t_.child(n, Role::value);
       if (t_.node(base).kind == Kind::Name && t_.text(base) == "self")
         error("hack.training_branch", n, "reading self.training in the forward path: the work must not depend on the mode");
@@ -376,7 +377,7 @@ class Rules {
                                                   "vars", "breakpoint"};
     if (dynamic.count(name)) error("hack.dynamic_code", n, fmt::format("`{}()` runs or inspects code dynamically", name));
     if (name == "open" || name == "input") error("hack.file_env", n, fmt::format("`{}()` reads files or input", name));
-    if (name == "id" && in_graph_.count(n))
+    if (name == "id" && in_graph_[n])
       error("hack.output_cache", n, "id() in the forward path keys results on object identity");
     if (name == "getattr" || name == "setattr" || name == "delattr") {
       const auto args = t_.children(n, Role::arg);
@@ -391,7 +392,7 @@ class Rules {
 
   // x.data_ptr() used as a key or compared: results cached on tensor addresses.
   void data_ptr_key(NodeId call, NodeId callee) {
-    if (t_.text(callee) != "data_ptr" || !in_graph_.count(call)) return;
+    if (t_.text(callee) != "data_ptr" || !in_graph_[call]) return;
     error("hack.output_cache", call, "data_ptr() in the forward path can key cached results on tensor addresses");
   }
 
@@ -405,7 +406,7 @@ class Rules {
         error("hack.monkeypatch", stmt, fmt::format("assigning `{}` patches an imported module", q(x)));
         continue;
       }
-      if (!in_graph_.count(stmt)) continue;
+      if (!in_graph_[stmt]) continue;
       NodeId root = base;
       while (root != kNoNode && (t_.node(root).kind == Kind::Attribute || t_.node(root).kind == Kind::Subscript))
         root = t_.child(root, Role::value);
@@ -424,7 +425,7 @@ class Rules {
   const pyast::Tree& t_;
   std::vector<Finding>& out_;
   verify::CallGraph graph_;
-  std::set<NodeId> in_graph_;
+  std::vector<bool> in_graph_;
   std::set<std::string> layer_names_;
 };
 
