@@ -1015,31 +1015,34 @@ class Parser {
     return n == kNoNode ? first : finish(n);
   }
 
-  // Binary operator levels, loosest first.
-  NodeId binary(int level) {
-    static constexpr std::uint64_t levels[][5] = {{pack("|")},
-                                                  {pack("^")},
-                                                  {pack("&")},
-                                                  {pack("<<"), pack(">>")},
-                                                  {pack("+"), pack("-")},
-                                                  {pack("*"), pack("/"), pack("//"), pack("%"), pack("@")}};
-    if (level == 6) return factor();
-    NodeId left = binary(level + 1);
+  // Binary operators by precedence climbing: | ^ & (<< >>) (+ -) (* / // % @), loosest first.
+  static int precedence(std::uint64_t code) {
+    switch (code) {
+      case pack("|"): return 1;
+      case pack("^"): return 2;
+      case pack("&"): return 3;
+      case pack("<<"): case pack(">>"): return 4;
+      case pack("+"): case pack("-"): return 5;
+      case pack("*"): case pack("/"): case pack("//"): case pack("%"): case pack("@"): return 6;
+      default: return 0;
+    }
+  }
+
+  NodeId binary(int min_precedence) {
+    NodeId left = factor();
     while (at(Tok::Op)) {
-      const std::string_view op = text(tok());
-      const std::uint64_t code = tok().code;
-      bool match = false;
-      for (std::uint64_t candidate : levels[level]) match = match || (candidate != 0 && code == candidate);
-      if (!match) break;
-      next();
-      const NodeId n = start_at(Kind::BinOp, left, bin_op_code(op));
+      const int prec = precedence(tok().code);
+      if (prec == 0 || prec < min_precedence) break;
+      const std::uint16_t code = bin_op_code(text(next()));
+      const NodeId right = binary(prec + 1);  // left-associative
+      const NodeId n = start_at(Kind::BinOp, left, code);
       add(n, left, Role::left);
-      add(n, binary(level + 1), Role::right);
+      add(n, right, Role::right);
       left = finish(n);
     }
     return left;
   }
-  NodeId bitwise_or() { return binary(0); }
+  NodeId bitwise_or() { return binary(1); }
 
   NodeId factor() {
     if (is_op("+") || is_op("-") || is_op("~")) {

@@ -101,6 +101,9 @@ class Rules {
           if (t_.node(target).kind == Kind::Name) layer_names_.insert(std::string(t_.text(target)));
     for (NodeId fn : graph_.functions)
       for (NodeId n : verify::walk(t_, fn)) in_graph_[n] = true;
+    attribute_base_.assign(t_.size(), false);
+    for (NodeId n : info_.all_nodes)
+      if (t_.node(n).kind == Kind::Attribute) attribute_base_[t_.child(n, Role::value)] = true;
     functionality();
     hacks();
   }
@@ -340,7 +343,9 @@ class Rules {
   // Rules on what a name or attribute resolves to through imports and aliases, so that
   // `from torch.cuda import graph as capture` is `torch.cuda.graph`.
   void path_rules(NodeId n) {
-    if (!info_.from_module(n)) return;
+    // Only the outermost name of a chain: `torch.cuda` inside `torch.cuda.Stream` adds nothing,
+    // since every rule matches a path and everything under it.
+    if (attribute_base_[n] || !info_.from_module(n)) return;
     const std::string path = q(n);
     if (path_under(path, "torch.cuda.Stream") || path_under(path, "torch.cuda.stream") ||
         path_under(path, "torch.cuda.set_stream") || path_under(path, "torch.cuda.Event") ||
@@ -426,6 +431,7 @@ class Rules {
   std::vector<Finding>& out_;
   verify::CallGraph graph_;
   std::vector<bool> in_graph_;
+  std::vector<bool> attribute_base_;  // nodes that are the `value` of an Attribute
   std::set<std::string> layer_names_;
 };
 
