@@ -49,8 +49,8 @@ nb::dict parse_python(nb::bytes source, bool with_facts) {
   return out;
 }
 
-std::string verify_json(const std::string& text, bool is_response) {
-  const auto v = is_response ? tritium::verify_response(text) : tritium::verify_code(text);
+std::string verify_json(const std::string& text, bool is_response, const std::string& task_source) {
+  const auto v = is_response ? tritium::verify_response(text, task_source) : tritium::verify_code(text, task_source);
   return tritium::to_json(v).dump();
 }
 
@@ -68,7 +68,7 @@ NB_MODULE(_core, m) {
         nb::arg("seed"), nb::arg("python"), nb::call_guard<nb::gil_scoped_release>());
   m.def("parse_python", &parse_python, nb::arg("source"), nb::arg("with_facts") = false,
         "Parses Python source bytes: {ok, line?, col?, message?, facts?}");
-  m.def("verify_json", &verify_json, nb::arg("text"), nb::arg("is_response"),
+  m.def("verify_json", &verify_json, nb::arg("text"), nb::arg("is_response"), nb::arg("task_source") = "",
         nb::call_guard<nb::gil_scoped_release>());
   m.def("extract_json", &extract_json, nb::arg("response"), nb::call_guard<nb::gil_scoped_release>());
 }

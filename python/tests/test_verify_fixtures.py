@@ -37,9 +37,18 @@ def test_cheat_is_flagged(path):
     assert verdict["status"] == expected["expect-status"][0], verdict
 
 
+def task_source_for(path: pathlib.Path) -> str:
+    """The task a candidate answers: its `# task:` header, or the example task at the same path."""
+    from conftest import EXAMPLE_TASKS
+
+    task = headers(path).get("task")
+    relative = task[0] if task else path.relative_to(EXAMPLE_SOLUTIONS).with_suffix("").as_posix()
+    return (EXAMPLE_TASKS / f"{relative}.py").read_text()
+
+
 @pytest.mark.parametrize("path", HONEST, ids=[p.stem for p in HONEST])
 def test_honest_candidate_is_valid(path):
-    verdict = tritium.verify(path.read_text(), is_response=False)
+    verdict = tritium.verify(path.read_text(), task_source=task_source_for(path), is_response=False)
     errors = [f for f in verdict["findings"] if f["severity"] == "error"]
     assert verdict["status"] == "valid" and not errors, errors
 
@@ -57,3 +66,18 @@ def test_extract_gives_plan_and_code_spans():
     b, e = out["code_span"]
     assert response.encode()[b:e].decode() == out["code"] == "class ModelNew: pass\n"
     assert out["plan"] == "tile it"
+
+
+def test_with_the_task_the_signatures_must_match():
+    from conftest import EXAMPLE_TASKS
+
+    task = (EXAMPLE_TASKS / "level1" / "09_matmul.py").read_text()
+    solution = (EXAMPLE_SOLUTIONS / "level1" / "09_matmul.py").read_text()
+    assert tritium.verify(solution, task_source=task)["status"] == "valid"
+    renamed = solution.replace("def forward(self, A: torch.Tensor, B", "def forward(self, X: torch.Tensor, Y", 1)
+    assert renamed != solution and tritium.verify(renamed, task_source=task)["status"] == "valid"
+    wrong = solution.replace("def forward(self, A: torch.Tensor, B: torch.Tensor)", "def forward(self, A)", 1)
+    assert wrong != solution
+    verdict = tritium.verify(wrong, task_source=task)
+    assert verdict["status"] == "invalid_functionality"
+    assert [f["rule"] for f in verdict["findings"]] == ["func.signature_mismatch"]

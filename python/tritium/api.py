@@ -40,13 +40,12 @@ def verify(code_or_response: str, task_source: str | None = None, is_response: b
     """Static verdict of a candidate: {"status", "findings": [{rule, severity, line, col, message}]}.
 
     `code_or_response` is candidate code, or a raw LLM response (a fenced block or a <think> block
-    makes it one; `is_response` forces the choice). `task_source` is accepted for the interface of
-    DESIGN.md; the rules do not need it yet (the reference's names are fixed by KernelBench).
+    makes it one; `is_response` forces the choice). With `task_source`, ModelNew's __init__ and
+    forward parameters must match Model's (`func.signature_mismatch`).
     """
-    del task_source
     if is_response is None:
         is_response = _looks_like_response(code_or_response)
-    return json.loads(_core.verify_json(code_or_response, is_response))
+    return json.loads(_core.verify_json(code_or_response, is_response, task_source or ""))
 
 
 def extract(response: str) -> dict:

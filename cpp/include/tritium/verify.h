@@ -64,11 +64,12 @@ struct Verification {
   bool valid() const { return status == "valid"; }
 };
 
-/// Verifies candidate code (a module defining ModelNew and Triton kernels).
-Verification verify_code(std::string_view code);
+/// Verifies candidate code (a module defining ModelNew and Triton kernels). With the task's
+/// source, ModelNew's __init__ and forward parameters are also checked against Model's.
+Verification verify_code(std::string_view code, std::string_view task_source = {});
 
 /// Extracts the code from a raw LLM response, then verifies it (`syntax.no_code` when none).
-Verification verify_response(std::string_view response);
+Verification verify_response(std::string_view response, std::string_view task_source = {});
 
 Json to_json(const Finding& finding);
 Json to_json(const Verification& verification);  // {status, findings: [{rule, severity, line, col, message}]}

@@ -1,6 +1,7 @@
 // The verifier's rules (docs/rules.md). Each rule reads the AST through ModuleInfo, so aliases
 // of torch and friends resolve to their qualified names before any check.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -435,6 +436,68 @@ class Rules {
   std::set<std::string> layer_names_;
 };
 
+// How many positional arguments a method accepts (self excluded): [min, max], max unbounded
+// with *args; the text for messages.
+struct Arity {
+  int min = 0, max = 0;
+  std::string text;
+};
+
+Arity arity_of(const pyast::Tree& t, NodeId fn) {
+  Arity r;
+  const NodeId args = t.child(fn, Role::args);
+  if (args == kNoNode) return r;
+  int positional = 0, defaults = 0;
+  bool self_skipped = false, star = false;
+  for (NodeId a : t.children(args)) {
+    const auto role = t.node(a).role;
+    if (role == Role::default_) ++defaults;
+    if (t.node(a).kind != Kind::arg) continue;
+    const bool is_positional = role == Role::posonly || role == Role::args;
+    if (is_positional && !self_skipped) {
+      self_skipped = true;
+      continue;
+    }
+    positional += is_positional ? 1 : 0;
+    star = star || role == Role::vararg;
+    const char* prefix = role == Role::vararg ? "*" : role == Role::kwarg ? "**" : "";
+    r.text += (r.text.empty() ? "" : ", ") + std::string(prefix) + std::string(t.text(a));
+  }
+  r.min = positional - defaults;
+  r.max = star ? 1 << 20 : positional;
+  return r;
+}
+
+std::map<std::string, NodeId> class_methods(const pyast::Tree& t, const std::string& cls) {
+  std::map<std::string, NodeId> out;
+  for (NodeId s : t.children(t.root(), Role::body)) {
+    if (t.node(s).kind != Kind::ClassDef || t.text(s) != cls) continue;
+    for (NodeId m : t.children(s, Role::body))
+      if (t.node(m).kind == Kind::FunctionDef) out[std::string(t.text(m))] = m;
+  }
+  return out;
+}
+
+// ModelNew is built as ModelNew(*get_init_inputs()) and called like Model: same parameters.
+void check_signatures(const pyast::Tree& candidate, std::string_view task_source, std::vector<Finding>& out) {
+  const pyast::Parsed task = pyast::parse(task_source);
+  if (!task.ok()) return;
+  const auto model = class_methods(task.tree, "Model");
+  const auto model_new = class_methods(candidate, "ModelNew");
+  for (const char* method : {"__init__", "forward"}) {
+    const auto a = model.find(method), b = model_new.find(method);
+    if (a == model.end() || b == model_new.end()) continue;
+    // Called positionally like Model: some argument count Model accepts must suit ModelNew too.
+    const Arity expected = arity_of(task.tree, a->second), actual = arity_of(candidate, b->second);
+    if (actual.max < expected.min || actual.min > expected.max) {
+      const auto& span = candidate.node(b->second).span;
+      out.push_back({"func.signature_mismatch", "error", span.line, span.col,
+                     fmt::format("ModelNew.{}({}) cannot be called like Model.{}({})", method, actual.text, method,
+                                 expected.text)});
+    }
+  }
+}
+
 const char* stage_of(const std::string& rule) {
   if (rule.starts_with("syntax.")) return "invalid_syntax";
   if (rule.starts_with("func.")) return "invalid_functionality";
@@ -456,7 +519,7 @@ Verification finish(std::vector<Finding> findings) {
 
 }  // namespace
 
-Verification verify_code(std::string_view code) {
+Verification verify_code(std::string_view code, std::string_view task_source) {
   std::vector<Finding> findings;
   const pyast::Parsed parsed = pyast::parse(code);
   if (!parsed.ok()) {
@@ -465,14 +528,14 @@ Verification verify_code(std::string_view code) {
   }
   const ModuleInfo info(parsed.tree);
   Rules(info, findings).run();
+  if (!task_source.empty()) check_signatures(parsed.tree, task_source, findings);
   return finish(std::move(findings));
 }
 
-Verification verify_response(std::string_view response) {
+Verification verify_response(std::string_view response, std::string_view task_source) {
   const Extraction extraction = extract_response(response);
   if (!extraction.has_code) return finish({{"syntax.no_code", "error", 0, 0, "the response holds no code block"}});
-  Verification v = verify_code(extraction.code);
-  return v;
+  return verify_code(extraction.code, task_source);
 }
 
 Json to_json(const Finding& f) {

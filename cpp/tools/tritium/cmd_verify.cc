@@ -12,6 +12,7 @@ namespace {
 struct VerifyOptions {
   std::vector<std::string> files;
   std::string responses;
+  std::string task;
   bool json = false;
   bool raw = false;
 };
@@ -23,7 +24,8 @@ void print_verdict(const std::string& name, const Verification& v) {
 }
 
 // JSONL lines {"task_id"?, "code" | "response"}; a bad line becomes an error item, not a stop.
-std::vector<std::pair<std::string, Result<Verification>>> verify_jsonl(const std::string& path) {
+std::vector<std::pair<std::string, Result<Verification>>> verify_jsonl(const std::string& path,
+                                                                       const std::string& task) {
   std::vector<std::pair<std::string, Result<Verification>>> out;
   auto text = read_file(path);
   if (!text) {
@@ -47,9 +49,9 @@ std::vector<std::pair<std::string, Result<Verification>>> verify_jsonl(const std
     }
     const std::string id = j.value("task_id", where);
     if (j.contains("code") && j["code"].is_string())
-      out.emplace_back(id, verify_code(j["code"].get<std::string>()));
+      out.emplace_back(id, verify_code(j["code"].get<std::string>(), task));
     else if (j.contains("response") && j["response"].is_string())
-      out.emplace_back(id, verify_response(j["response"].get<std::string>()));
+      out.emplace_back(id, verify_response(j["response"].get<std::string>(), task));
     else
       out.emplace_back(where, Error{where + ": \"code\"/\"response\" must be a string"});
   }
@@ -58,15 +60,21 @@ std::vector<std::pair<std::string, Result<Verification>>> verify_jsonl(const std
 
 int run_verify(const VerifyOptions& o) {
   std::vector<std::pair<std::string, Result<Verification>>> results;
+  std::string task;
+  if (!o.task.empty()) {
+    auto text = read_file(o.task);
+    if (!text) return fail(kUsage, text.error().message);
+    task = std::move(*text);
+  }
   if (!o.responses.empty()) {
     auto text = read_file(o.responses);
     if (!text) return fail(kUsage, text.error().message);
-    results = verify_jsonl(o.responses);
+    results = verify_jsonl(o.responses, task);
   }
   for (const auto& file : o.files) {
     auto text = read_file(file);
     if (!text) return fail(kUsage, text.error().message);
-    results.emplace_back(file, o.raw ? verify_response(*text) : verify_code(*text));
+    results.emplace_back(file, o.raw ? verify_response(*text, task) : verify_code(*text, task));
   }
   if (results.empty()) return fail(kUsage, "nothing to verify; pass candidate files or --responses FILE.jsonl");
   int not_valid = 0;
@@ -104,6 +112,7 @@ void add_verify_command(CLI::App& root, Commands& commands) {
   auto* app = root.add_subcommand("verify", "Statically verify candidates: real Triton that does the work, no hacks");
   app->add_option("files", o->files, "Candidate .py files (code), or raw responses with --raw");
   app->add_option("--responses", o->responses, "JSONL of {\"task_id\"?, \"code\" | \"response\"}");
+  app->add_option("--task", o->task, "The task (.py) the candidates answer: also checks ModelNew's signatures");
   app->add_flag("--raw", o->raw, "Treat FILES as raw LLM responses (extract the code first)");
   app->add_flag("--json", o->json, "Print one JSON document instead of text");
   commands.push_back({app, [o]() -> int { return run_verify(*o); }});
