@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tritium::pyast {
@@ -85,9 +86,10 @@ class Tree {
   std::vector<NodeId> children(NodeId id) const;
 
   // Building (the parser's side).
-  void reserve(std::size_t nodes) {
+  void reserve(std::size_t nodes, std::size_t chars) {
     nodes_.reserve(nodes);
-    strings_.reserve(nodes / 2);
+    texts_.reserve(nodes / 2);
+    chars_.reserve(chars);
   }
   NodeId add(Kind kind, Span span, std::uint16_t op = 0);
   void set_text(NodeId id, std::string_view text);
@@ -96,7 +98,9 @@ class Tree {
 
  private:
   std::vector<Node> nodes_;
-  std::vector<std::string> strings_;
+  // Every text lives in one arena: texts_ holds (offset, length) into chars_.
+  std::string chars_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> texts_;
 };
 
 struct SyntaxError {

@@ -12,12 +12,6 @@
 namespace tritium::pyast {
 namespace {
 
-constexpr std::array<std::string_view, 35> kKeywords = {
-    "False", "None",   "True",    "and",      "as",       "assert", "async", "await", "break",
-    "class", "continue", "def",   "del",      "elif",     "else",   "except", "finally", "for",
-    "from",  "global", "if",      "import",   "in",       "is",     "lambda", "nonlocal", "not",
-    "or",    "pass",   "raise",   "return",   "try",      "while",  "with",  "yield"};
-
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_ascii_ident_start(unsigned char c) { return std::isalpha(c) || c == '_'; }
 
@@ -526,13 +520,23 @@ std::string normalize_identifier(std::string_view word) {
 }
 
 bool is_keyword(std::string_view word) {
-  static constexpr auto codes = [] {
-    std::array<std::uint64_t, kKeywords.size()> out{};
-    for (std::size_t i = 0; i < kKeywords.size(); ++i) out[i] = pack(kKeywords[i]);
-    return out;
-  }();
-  const std::uint64_t code = pack(word);
-  return code != kLongText && std::find(codes.begin(), codes.end(), code) != codes.end();
+  // A switch over packed codes: the compiler turns it into a few comparisons.
+  switch (pack(word)) {
+#define TRITIUM_KEYWORD(k) case pack(k):
+    TRITIUM_KEYWORD("False") TRITIUM_KEYWORD("None") TRITIUM_KEYWORD("True") TRITIUM_KEYWORD("and")
+    TRITIUM_KEYWORD("as") TRITIUM_KEYWORD("assert") TRITIUM_KEYWORD("async") TRITIUM_KEYWORD("await")
+    TRITIUM_KEYWORD("break") TRITIUM_KEYWORD("class") TRITIUM_KEYWORD("continue") TRITIUM_KEYWORD("def")
+    TRITIUM_KEYWORD("del") TRITIUM_KEYWORD("elif") TRITIUM_KEYWORD("else") TRITIUM_KEYWORD("except")
+    TRITIUM_KEYWORD("finally") TRITIUM_KEYWORD("for") TRITIUM_KEYWORD("from") TRITIUM_KEYWORD("global")
+    TRITIUM_KEYWORD("if") TRITIUM_KEYWORD("import") TRITIUM_KEYWORD("in") TRITIUM_KEYWORD("is")
+    TRITIUM_KEYWORD("lambda") TRITIUM_KEYWORD("nonlocal") TRITIUM_KEYWORD("not") TRITIUM_KEYWORD("or")
+    TRITIUM_KEYWORD("pass") TRITIUM_KEYWORD("raise") TRITIUM_KEYWORD("return") TRITIUM_KEYWORD("try")
+    TRITIUM_KEYWORD("while") TRITIUM_KEYWORD("with") TRITIUM_KEYWORD("yield")
+#undef TRITIUM_KEYWORD
+      return true;
+    default:
+      return false;
+  }
 }
 
 Lexed tokenize(std::string_view source, const LexStart& start) { return Lexer(source, start).run(); }

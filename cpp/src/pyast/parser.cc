@@ -1554,7 +1554,7 @@ Parsed parse(std::string_view raw) {
   for (std::uint32_t k = 0; k < source.size(); ++k)
     if (source[k] == '\n' || (source[k] == '\r' && (k + 1 >= source.size() || source[k + 1] != '\n')))
       line_starts.push_back(k + 1);
-  out.tree.reserve(lexed.tokens.size() * 3 / 2 + 16);
+  out.tree.reserve(lexed.tokens.size() * 3 / 2 + 16, source.size() + 64);
   try {
     Parser parser(source, std::move(lexed.tokens), out.tree, line_starts);
     parser.module();

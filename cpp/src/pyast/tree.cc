@@ -46,7 +46,8 @@ bool is_statement(Kind kind) { return kind >= Kind::FunctionDef && kind <= Kind:
 
 std::string_view Tree::text(NodeId id) const {
   const auto t = nodes_[id].text;
-  return t == UINT32_MAX ? std::string_view() : std::string_view(strings_[t]);
+  if (t == UINT32_MAX) return {};
+  return std::string_view(chars_).substr(texts_[t].first, texts_[t].second);
 }
 
 NodeId Tree::child(NodeId id, Role role) const {
@@ -78,8 +79,15 @@ NodeId Tree::add(Kind kind, Span span, std::uint16_t op) {
 }
 
 void Tree::set_text(NodeId id, std::string_view text) {
-  strings_.emplace_back(text);
-  nodes_[id].text = static_cast<std::uint32_t>(strings_.size() - 1);
+  // `text` may view the arena itself (copying one node's text to another): no append needed.
+  const char* base = chars_.data();
+  if (text.data() >= base && text.data() + text.size() <= base + chars_.size() && !text.empty()) {
+    texts_.emplace_back(static_cast<std::uint32_t>(text.data() - base), static_cast<std::uint32_t>(text.size()));
+  } else {
+    texts_.emplace_back(static_cast<std::uint32_t>(chars_.size()), static_cast<std::uint32_t>(text.size()));
+    chars_.append(text);
+  }
+  nodes_[id].text = static_cast<std::uint32_t>(texts_.size() - 1);
 }
 
 void Tree::append(NodeId parent, NodeId child, Role role) {

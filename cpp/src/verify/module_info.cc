@@ -133,7 +133,7 @@ bool ModuleInfo::from_module(NodeId expr) const {
   NodeId n = expr;
   while (n != kNoNode && tree.node(n).kind == Kind::Attribute) n = tree.child(n, Role::value);
   if (n == kNoNode || tree.node(n).kind != Kind::Name) return false;
-  return imported_roots.count(std::string(tree.text(n))) > 0;
+  return imported_roots.find(tree.text(n)) != imported_roots.end();
 }
 
 std::map<std::string, NodeId> ModuleInfo::methods(NodeId cls) const {

@@ -18,7 +18,7 @@ using pyast::Tree;
 struct ModuleInfo {
   const Tree& tree;
   std::map<std::string, std::string> aliases;         // local name -> qualified path ("F" -> "torch.nn.functional")
-  std::set<std::string> imported_roots;               // top-level names bound by imports ("torch", "F", "tl")
+  std::set<std::string, std::less<>> imported_roots;  // top-level names bound by imports ("torch", "F", "tl")
   std::map<std::string, NodeId> functions;            // top-level functions that are not kernels
   std::map<std::string, NodeId> kernels;              // top-level Triton kernels
   std::map<std::string, NodeId> classes;              // top-level classes

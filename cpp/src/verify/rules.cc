@@ -314,7 +314,12 @@ class Rules {
   }
 
   void name_rules(NodeId n) {
-    const std::string name(t_.text(n));
+    const std::string_view view = t_.text(n);
+    if (view != "Model" && view != "get_inputs" && view != "get_init_inputs" && !view.starts_with("__")) {
+      path_rules(n);
+      return;
+    }
+    const std::string name(view);
     if (name == "Model" || name == "get_inputs" || name == "get_init_inputs") {
       if (!info_.classes.count(name) && !info_.functions.count(name) && !info_.module_variables.count(name))
         error("hack.reference", n, fmt::format("`{}` belongs to the reference; ModelNew must stand alone", name));
