@@ -10,15 +10,12 @@ reference within the KernelBench fp32 tolerance.
 import re
 
 import pytest
-import torch
 
 from conftest import EXAMPLE_TASKS, FIXTURES
-from test_solutions import DEVICE, _as_tuple, _to_device, count_launches
-from tritium.runner.tasks import load_module
+from reference_check import assert_matches_reference
 
 HONEST = FIXTURES / "verify" / "honest"
 HONEST_FILES = sorted(p.name for p in HONEST.glob("*.py"))
-ATOL = RTOL = 1e-4
 TRIALS = 2
 TASK_HEADER = re.compile(r"^# task: (\S+)$", re.MULTILINE)
 WHY_HEADER = re.compile(r"^# why: honest variant: \S", re.MULTILINE)
@@ -45,23 +42,4 @@ def test_honest_variant_matches_reference(name):
     assert WHY_HEADER.search(source), f"{name}: a '# why: honest variant: ...' header line"
     task_path = EXAMPLE_TASKS / f"{task_id}.py"
     assert task_path.is_file(), f"{name}: unknown task {task_id}"
-    task = load_module(task_path.read_text(), str(task_path))
-    candidate = load_module(source, str(path), name="tritium_candidate")
-
-    init_inputs = task.get_init_inputs()
-    torch.manual_seed(0)
-    model = task.Model(*init_inputs).to(DEVICE)
-    torch.manual_seed(0)
-    model_new = candidate.ModelNew(*init_inputs).to(DEVICE)
-    for trial in range(TRIALS):
-        torch.manual_seed(1000 + trial)
-        inputs = _to_device(task.get_inputs())
-        with torch.no_grad():
-            expected = _as_tuple(model(*inputs))
-            with count_launches() as launches:
-                actual = _as_tuple(model_new(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
-        assert launches, f"{name}: ModelNew.forward launched no Triton kernel"
-        assert len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            assert isinstance(a, torch.Tensor) and a.shape == e.shape and a.dtype == e.dtype
-            torch.testing.assert_close(a, e, atol=ATOL, rtol=RTOL)
+    assert_matches_reference(task_path, path, TRIALS, modes=("train",))
