@@ -47,7 +47,8 @@ def results():
 
 
 def test_the_corpus_is_the_real_stdlib(results):
-    assert len(results) > 1000, f"expected the standard library under {STDLIB}"
+    # Debian and Ubuntu ship the stdlib without its tests: about 570 files; with them, about 1,800.
+    assert len(results) > 500, f"expected the standard library under {STDLIB}"
 
 
 def test_accept_reject_agrees_on_at_least_999_per_mille(results):
