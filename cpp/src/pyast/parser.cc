@@ -929,9 +929,43 @@ class Parser {
     return e;
   }
 
+  // Most expressions are a lone primary (a name, a call, an attribute): parse it first and skip
+  // the operator levels when nothing follows that continues an expression.
+  bool starts_primary() const {
+    const Token& t = tok();
+    if (t.kind == Tok::Name) return !t.keyword || t.code == pack("None") || t.code == pack("True") || t.code == pack("False");
+    if (t.kind == Tok::Number || t.kind == Tok::String) return true;
+    return t.kind == Tok::Op && (t.code == pack("(") || t.code == pack("[") || t.code == pack("{") || t.code == pack("..."));
+  }
+
+  bool continues_expression() const {
+    const Token& t = tok();
+    if (t.kind == Tok::Op) {
+      switch (t.code) {
+        case pack("**"): case pack("=="): case pack("!="): case pack("<"): case pack("<="): case pack(">"):
+        case pack(">="):
+          return true;
+        default:
+          return precedence(t.code) > 0;
+      }
+    }
+    if (t.kind != Tok::Name) return false;
+    switch (t.code) {
+      case pack("if"): case pack("and"): case pack("or"): case pack("not"): case pack("in"): case pack("is"):
+        return true;
+      default:
+        return false;
+    }
+  }
+
   NodeId expression() {
     if (is_kw("lambda")) return lambda();
-    const NodeId body = disjunction();
+    NodeId pre = kNoNode;
+    if (starts_primary()) {
+      pre = primary();
+      if (!continues_expression()) return pre;
+    }
+    const NodeId body = bool_op(true, pre);
     if (!is_kw("if")) return body;
     next();
     const NodeId n = start_at(Kind::IfExp, body);
@@ -962,8 +996,9 @@ class Parser {
     return finish(n);
   }
 
-  NodeId bool_op(bool is_or) {
-    const NodeId first = is_or ? bool_op(false) : inversion();
+  // `pre`, where given, is the first primary, already parsed (see expression()).
+  NodeId bool_op(bool is_or, NodeId pre = kNoNode) {
+    const NodeId first = is_or ? bool_op(false, pre) : inversion(pre);
     const char* word = is_or ? "or" : "and";
     if (!is_kw(word)) return first;
     const NodeId n = start_at(Kind::BoolOp, first, is_or ? 1 : 0);
@@ -973,13 +1008,13 @@ class Parser {
   }
   NodeId disjunction() { return bool_op(true); }
 
-  NodeId inversion() {
-    if (is_kw("not")) {
+  NodeId inversion(NodeId pre = kNoNode) {
+    if (pre == kNoNode && is_kw("not")) {
       const NodeId n = start(Kind::UnaryOp, next(), 3);
       add(n, inversion(), Role::operand);
       return finish(n);
     }
-    return comparison();
+    return comparison(pre);
   }
 
   // Compare operator codes: == != < <= > >= is, is not, in, not in.
@@ -999,8 +1034,8 @@ class Parser {
     return -1;
   }
 
-  NodeId comparison() {
-    const NodeId first = bitwise_or();
+  NodeId comparison(NodeId pre = kNoNode) {
+    const NodeId first = binary(1, pre);
     NodeId n = kNoNode;
     while (true) {
       const int op = compare_op();
@@ -1028,8 +1063,8 @@ class Parser {
     }
   }
 
-  NodeId binary(int min_precedence) {
-    NodeId left = factor();
+  NodeId binary(int min_precedence, NodeId pre = kNoNode) {
+    NodeId left = factor(pre);
     while (at(Tok::Op)) {
       const int prec = precedence(tok().code);
       if (prec == 0 || prec < min_precedence) break;
@@ -1044,24 +1079,24 @@ class Parser {
   }
   NodeId bitwise_or() { return binary(1); }
 
-  NodeId factor() {
-    if (is_op("+") || is_op("-") || is_op("~")) {
+  NodeId factor(NodeId pre = kNoNode) {
+    if (pre == kNoNode && (is_op("+") || is_op("-") || is_op("~"))) {
       const Token& op = next();
       const std::uint16_t code = text(op) == "+" ? 0 : text(op) == "-" ? 1 : 2;
       const NodeId n = start(Kind::UnaryOp, op, code);
       add(n, factor(), Role::operand);
       return finish(n);
     }
-    return power();
+    return power(pre);
   }
 
-  NodeId power() {
-    NodeId base;
-    if (is_kw("await")) {
+  NodeId power(NodeId pre = kNoNode) {
+    NodeId base = pre;
+    if (base == kNoNode && is_kw("await")) {
       base = start(Kind::Await, next());
       add(base, primary(), Role::value);
       finish(base);
-    } else {
+    } else if (base == kNoNode) {
       base = primary();
     }
     if (!is_op("**")) return base;

@@ -150,18 +150,14 @@ class Rules {
       error("func.kernel_not_launched", info_.forward,
             "no Triton kernel launch (kernel[grid](...)) is reachable from ModelNew.forward");
     const auto own_methods = info_.methods(info_.model_new);
-    for (NodeId fn : graph_.functions) {
-      for (NodeId n : verify::walk(t_, fn)) {
-        const auto& node = t_.node(n);
-        if (node.kind == Kind::BinOp && node.op == 3) {
-          error("func.torch_compute:matmul", n, "`@` computes a matmul in PyTorch; do it in a Triton kernel");
-          continue;
-        }
-        if (node.kind == Kind::AugAssign && node.op == 3) {
-          error("func.torch_compute:matmul", n, "`@=` computes a matmul in PyTorch; do it in a Triton kernel");
-          continue;
-        }
-        if (node.kind != Kind::Call) continue;
+    for (NodeId n : info_.all_nodes) {
+      if (!in_graph_[n]) continue;
+      const auto& node = t_.node(n);
+      if (node.kind == Kind::BinOp && node.op == 3) {
+        error("func.torch_compute:matmul", n, "`@` computes a matmul in PyTorch; do it in a Triton kernel");
+      } else if (node.kind == Kind::AugAssign && node.op == 3) {
+        error("func.torch_compute:matmul", n, "`@=` computes a matmul in PyTorch; do it in a Triton kernel");
+      } else if (node.kind == Kind::Call) {
         const NodeId callee = t_.child(n, Role::func);
         torch_call(n, callee);
         module_call(n, callee, own_methods);
