@@ -13,6 +13,24 @@ namespace tritium::pyast {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// ASCII identifier characters, as a table: the lexer's hottest loop.
+constexpr auto kAsciiIdentifier = [] {
+  std::array<bool, 128> t{};
+  for (int c = 0; c < 128; ++c)
+    t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  return t;
+}();
+
+// Only these letters can start a string prefix (r, b, u, f in either case).
+bool may_prefix_string(char c) {
+  switch (c) {
+    case 'r': case 'R': case 'b': case 'B': case 'u': case 'U': case 'f': case 'F':
+      return true;
+    default:
+      return false;
+  }
+}
 bool is_ascii_ident_start(unsigned char c) { return std::isalpha(c) || c == '_'; }
 
 // Decodes one UTF-8 code point at s[i]; returns its length (0 when malformed).
@@ -332,11 +350,11 @@ class Lexer {
 
   void name_or_string() {
     const std::uint32_t begin = pos_;
-    if (read_prefix(s_.substr(0, end_), pos_).valid) return string_at(begin);
+    if (may_prefix_string(s_[pos_]) && read_prefix(s_.substr(0, end_), pos_).valid) return string_at(begin);
     while (pos_ < end_) {
       const auto c = static_cast<unsigned char>(s_[pos_]);
       if (c < 0x80) {
-        if (!std::isalnum(c) && c != '_') break;
+        if (!kAsciiIdentifier[c]) break;
         ++pos_;
         continue;
       }
