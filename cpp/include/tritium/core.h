@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -74,6 +75,9 @@ Result<Suite> load_suite(const std::filesystem::path& path);
 
 /// Parses a JSONL suite held in memory; `origin` names it in messages.
 Suite parse_jsonl_suite(std::string_view text, const std::string& origin);
+
+/// The non-blank lines of a JSONL text with their 1-based numbers ("\r\n" endings allowed).
+std::vector<std::pair<std::size_t, std::string_view>> jsonl_lines(std::string_view text);
 
 /// Reads a whole file; the error names the path.
 Result<std::string> read_file(const std::filesystem::path& path);

@@ -100,18 +100,25 @@ std::optional<int> level_from_path(const fs::path& relative) {
   return std::nullopt;
 }
 
-Suite parse_jsonl_suite(std::string_view text, const std::string& origin) {
-  Suite suite{origin, {}, {}};
-  std::set<std::string> seen;
-  std::size_t line_no = 0;
-  std::size_t pos = 0;
+std::vector<std::pair<std::size_t, std::string_view>> jsonl_lines(std::string_view text) {
+  std::vector<std::pair<std::size_t, std::string_view>> out;
+  std::size_t line_no = 0, pos = 0;
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
-    std::string line(text.substr(pos, end - pos));
+    const std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
     ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.find_first_not_of(" \t\r") != std::string_view::npos) out.emplace_back(line_no, line);
+  }
+  return out;
+}
+
+Suite parse_jsonl_suite(std::string_view text, const std::string& origin) {
+  Suite suite{origin, {}, {}};
+  std::set<std::string> seen;
+  for (const auto& [line_no, line_view] : jsonl_lines(text)) {
+    const std::string line(line_view);
     const std::string where = fmt::format("{}:{}", origin, line_no);
     Task task;
     if (auto problem = parse_item(line, task)) {

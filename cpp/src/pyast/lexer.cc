@@ -96,7 +96,7 @@ class Lexer {
       } else if (is_digit(c) || (c == '.' && pos_ + 1 < end_ && is_digit(s_[pos_ + 1]))) {
         number();
       } else if (c == '\'' || c == '"') {
-        string();
+        string_at(pos_);
       } else if (is_ascii_ident_start(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80) {
         name_or_string();
       } else {
@@ -189,9 +189,6 @@ class Lexer {
         skip_comment();
         if (pos_ < end_) eat_newline();
         continue;
-      }
-      if (c == '\\') {  // a continuation at line start: indentation counts from here
-        // CPython measures indentation before the backslash; the joined line continues it.
       }
       apply_indent(col, alt);
       return;
@@ -322,8 +319,6 @@ class Lexer {
     emit_here(Tok::Number, begin);
   }
 
-  void string() { string_at(pos_); }
-
   void string_at(std::uint32_t begin) {
     const Span start = span_at(begin);
     StringResult r = scan_string(s_.substr(0, end_), begin);
@@ -428,8 +423,7 @@ class Lexer {
       return emit_here(Tok::Op, begin);
     }
     const auto c = static_cast<unsigned char>(s_[pos_]);
-    if (c == '!' ) return error("invalid syntax", pos_);
-    if (c == '$' || c == '?' || c == '`') return error(std::string("invalid syntax"), pos_);
+    if (c == '!' || c == '$' || c == '?' || c == '`') return error("invalid syntax", pos_);
     char buf[64];
     std::snprintf(buf, sizeof buf, "invalid non-printable character U+%04X", static_cast<unsigned>(c));
     error(buf, pos_);

@@ -862,14 +862,9 @@ class Parser {
     return target_atom();
   }
 
-  NodeId target_atom() {
-    if (is_op("(") || is_op("[")) {
-      // A parenthesized or bracketed target list, or an expression that starts with one.
-      const NodeId e = primary();
-      return e;
-    }
-    return primary();
-  }
+  // A target: a primary (name, attribute, subscript, or a parenthesized/bracketed list);
+  // check_target decides whether it can be assigned.
+  NodeId target_atom() { return primary(); }
 
   // ---- expressions ----
   NodeId star_expressions() {

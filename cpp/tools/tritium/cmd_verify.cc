@@ -24,23 +24,10 @@ void print_verdict(const std::string& name, const Verification& v) {
 }
 
 // JSONL lines {"task_id"?, "code" | "response"}; a bad line becomes an error item, not a stop.
-std::vector<std::pair<std::string, Result<Verification>>> verify_jsonl(const std::string& path,
+std::vector<std::pair<std::string, Result<Verification>>> verify_jsonl(const std::string& path, std::string_view text,
                                                                        const std::string& task) {
   std::vector<std::pair<std::string, Result<Verification>>> out;
-  auto text = read_file(path);
-  if (!text) {
-    out.emplace_back(path, text.error());
-    return out;
-  }
-  std::size_t line_no = 0, pos = 0;
-  const std::string& s = *text;
-  while (pos < s.size()) {
-    std::size_t end = s.find('\n', pos);
-    if (end == std::string::npos) end = s.size();
-    const std::string line = s.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  for (const auto& [line_no, line] : jsonl_lines(text)) {
     const std::string where = fmt::format("{}:{}", path, line_no);
     const Json j = Json::parse(line, nullptr, false);
     if (!j.is_object() || (!j.contains("code") && !j.contains("response"))) {
@@ -69,7 +56,7 @@ int run_verify(const VerifyOptions& o) {
   if (!o.responses.empty()) {
     auto text = read_file(o.responses);
     if (!text) return fail(kUsage, text.error().message);
-    results = verify_jsonl(o.responses, task);
+    results = verify_jsonl(o.responses, *text, task);
   }
   for (const auto& file : o.files) {
     auto text = read_file(file);
