@@ -14,6 +14,8 @@ setup:
 
 demo: setup
 	$(VENV)/bin/tritium tasks examples/tasks --check
+	@bash scripts/demo-candidates.sh > $(BUILD_DIR)/demo-candidates.jsonl
+	-$(VENV)/bin/tritium eval --tasks examples/tasks --candidates $(BUILD_DIR)/demo-candidates.jsonl --no-static --timeout 30
 
 test: setup
 	$(MAKE) --no-print-directory test-cpp test-python

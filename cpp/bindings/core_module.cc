@@ -58,6 +58,58 @@ std::string extract_json(const std::string& response) {
   return tritium::to_json(tritium::extract_response(response)).dump();
 }
 
+// The engine for Python: options and items as JSON documents, verdicts back as one.
+class PyEngine {
+ public:
+  explicit PyEngine(const std::string& options_json) {
+    const auto j = tritium::Json::parse(options_json);
+    tritium::EngineOptions o;
+    o.python = j.value("python", o.python);
+    o.device = j.value("device", o.device);
+    o.profile = j.value("profile", o.profile);
+    o.trials = j.value("trials", o.trials);
+    o.jobs = j.value("jobs", o.jobs);
+    o.timeout_s = j.value("timeout_s", o.timeout_s);
+    if (j.contains("seed") && j["seed"].is_number_unsigned()) o.seed = j["seed"].get<std::uint64_t>();
+    o.static_check = j.value("static_check", o.static_check);
+    o.timing = j.value("timing", o.timing);
+    o.cache = j.value("cache", o.cache);
+    o.work_dir = j.value("work_dir", o.work_dir);
+    o.memory_gb = j.value("memory_gb", o.memory_gb);
+    auto engine = tritium::Engine::create(o);
+    if (!engine) throw std::runtime_error(engine.error().message);
+    engine_ = std::move(*engine);
+  }
+
+  // Items that cannot be used get an "error" verdict in their place; the rest are evaluated.
+  std::string evaluate_json(const std::string& items_json) {
+    const auto items = tritium::Json::parse(items_json);
+    std::vector<tritium::EvalItem> good;
+    std::vector<std::pair<std::size_t, std::string>> bad;
+    std::vector<std::size_t> positions;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      auto item = tritium::eval_item_from_json(items[i], {}, "item " + std::to_string(i));
+      if (item) {
+        good.push_back(std::move(*item));
+        positions.push_back(i);
+      } else {
+        bad.emplace_back(i, item.error().message);
+      }
+    }
+    const auto verdicts = engine_->evaluate(good);
+    tritium::Json out = tritium::Json::array();
+    for (std::size_t i = 0; i < items.size(); ++i) out.push_back(nullptr);
+    for (std::size_t k = 0; k < verdicts.size(); ++k) out[positions[k]] = tritium::to_json(verdicts[k]);
+    for (const auto& [i, message] : bad) out[i] = {{"candidate_id", "item " + std::to_string(i)}, {"status", "error"}, {"message", message}, {"correct", false}};
+    return out.dump();
+  }
+
+  std::string info_json() const { return engine_->info().dump(); }
+
+ private:
+  std::unique_ptr<tritium::Engine> engine_;
+};
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -71,4 +123,8 @@ NB_MODULE(_core, m) {
   m.def("verify_json", &verify_json, nb::arg("text"), nb::arg("is_response"), nb::arg("task_source") = "",
         nb::call_guard<nb::gil_scoped_release>());
   m.def("extract_json", &extract_json, nb::arg("response"), nb::call_guard<nb::gil_scoped_release>());
+  nb::class_<PyEngine>(m, "Engine")
+      .def(nb::init<const std::string&>(), nb::arg("options_json"), nb::call_guard<nb::gil_scoped_release>())
+      .def("evaluate_json", &PyEngine::evaluate_json, nb::arg("items_json"), nb::call_guard<nb::gil_scoped_release>())
+      .def("info_json", &PyEngine::info_json);
 }

@@ -51,3 +51,35 @@ def verify(code_or_response: str, task_source: str | None = None, is_response: b
 def extract(response: str) -> dict:
     """Plan and code of a raw LLM response, with byte spans: {plan, code, plan_span, code_span, has_code, notes}."""
     return json.loads(_core.extract_json(response))
+
+
+class Engine:
+    """The sandboxed evaluation engine (the same C++ engine as `tritium eval`).
+
+    Create once and call evaluate() many times: runners stay warm and each task's reference is
+    computed once. Options are EngineOptions' (docs/engine.md): device ("auto", "cpu", "cuda",
+    "cuda:N"), profile, trials, jobs, timeout_s, seed, static_check, timing, cache, work_dir,
+    memory_gb, python (default: this interpreter). Raises RuntimeError when no runner can start.
+    """
+
+    def __init__(self, **options):
+        unknown = set(options) - _ENGINE_OPTIONS
+        if unknown:
+            raise TypeError(f"unknown Engine options: {', '.join(sorted(unknown))}")
+        options.setdefault("python", sys.executable)
+        self._engine = _core.Engine(json.dumps({k: v for k, v in options.items() if v is not None}))
+
+    def evaluate(self, batch: list[dict]) -> list[dict]:
+        """One verdict per item, in order. An item is {"code" | "response", "task" (the task's
+        source) | "task_id", "id"?, "group"?, "sample"?}; an unusable item gets an "error" verdict."""
+        return json.loads(self._engine.evaluate_json(json.dumps(list(batch))))
+
+    def info(self) -> dict:
+        """Device, seed, jobs, profile and library versions the verdicts were made with."""
+        return json.loads(self._engine.info_json())
+
+
+_ENGINE_OPTIONS = {
+    "python", "device", "profile", "trials", "jobs", "timeout_s", "seed", "static_check", "timing", "cache",
+    "work_dir", "memory_gb",
+}

@@ -82,6 +82,9 @@ std::vector<std::pair<std::size_t, std::string_view>> jsonl_lines(std::string_vi
 /// Reads a whole file; the error names the path.
 Result<std::string> read_file(const std::filesystem::path& path);
 
+/// The lowercase hex SHA-256 of `data` (64 characters): content hashes for cache keys.
+std::string sha256_hex(std::string_view data);
+
 /// The KernelBench level named by a `levelN` component of a relative path, if any.
 std::optional<int> level_from_path(const std::filesystem::path& relative);
 

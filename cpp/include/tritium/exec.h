@@ -7,12 +7,15 @@
 // `sys.exit` in a task costs that task a failed result, never the caller or the other tasks.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "tritium/core.h"
+#include "tritium/verify.h"
 
 namespace tritium {
 
@@ -22,7 +25,13 @@ struct RunnerOptions {
   std::string device = "cpu";  // "cpu" or "cuda"
   double timeout_s = 60;  // per task, from request to answer
   unsigned seed = 0;      // torch.manual_seed before building the model and the inputs
+  std::string role = "reference";  // "reference" runs task code only, "candidate" candidates only
+  int threads = 0;        // torch CPU threads per worker (0: torch's default)
 };
+
+/// The environment runners get: a short allowlist of the caller's (PATH, locale, CUDA and Triton
+/// settings, the Python path), nothing else, so secrets in the caller's environment stay there.
+std::vector<std::string> scrubbed_environment();
 
 /// The interpreter that runs the runner: $TRITIUM_PYTHON, else the python3 next to this program
 /// (a virtual environment's bin/), else python3 on PATH.
@@ -50,6 +59,9 @@ struct TaskCheck {
   double forward_ms = 0;  // median forward time (CPU wall clock or CUDA-synchronised)
   double wall_ms = 0;     // request to answer, as the parent saw it
   std::string output_tail;  // the last lines the task printed (stdout and stderr)
+  // Why a trivial answer could pass this task (constant or ~0 output, an output equal to an
+  // input) under the engine's input distributions: the task linter's findings.
+  std::vector<std::string> warnings;
 };
 
 /// Called after each task with (index, total, result), for progress and streaming output.
@@ -75,5 +87,102 @@ std::string to_string(const TensorInfo& info);  // "float32[16, 1024]"
 Json to_json(const TensorInfo& info);
 Json to_json(const TaskCheck& check);
 Json to_json(const SuiteCheck& check);  // {suite, device, tasks, problems, summary}
+
+// ---- The evaluation engine ----------------------------------------------------------------------
+
+/// How the engine evaluates (docs/engine.md).
+struct EngineOptions {
+  std::string python;             // interpreter for the runners; empty = find_python()
+  std::string device = "auto";    // "cpu", "cuda", "cuda:N", or "auto" (cuda when torch sees one)
+  std::string profile = "kernelbench";  // tolerance profile: kernelbench, strict, legacy
+  int trials = 5;                 // checked trials (at least 5), plus a batch-size variant
+  int jobs = 0;                   // candidate workers; 0 = one per core (CPU), min(cores, 8) on a GPU
+  double timeout_s = 120;         // per candidate, from load to the last timed call
+  std::optional<std::uint64_t> seed;  // unset: drawn afresh for each engine
+  bool static_check = true;       // run the static verifier first and stop at its verdict
+  bool timing = true;             // on a GPU: time the candidate and the references
+  std::string cache;              // SQLite verdict cache file; empty = none
+  std::string work_dir;           // empty = a fresh temporary directory, removed afterwards
+  double memory_gb = 0;           // per candidate worker, beyond the runtime (CPU only); 0 = auto:
+                                  // 60% of physical memory shared among the jobs
+  bool keep_files = false;        // keep each candidate's directory (debugging)
+};
+
+/// One candidate to evaluate against one task.
+struct EvalItem {
+  std::string id;          // names the candidate in verdicts and messages
+  Task task;
+  std::string code;        // candidate source, or a raw LLM response when is_response
+  bool is_response = false;
+  Json meta = Json::object();  // carried into the verdict unchanged (group, sample, ...)
+};
+
+/// The engine's judgement of one candidate (DESIGN.md, Verdict). Timing fields are null on the CPU,
+/// where `timing_note` says so, and whenever the candidate is not correct.
+struct Verdict {
+  std::string candidate_id, task_id;
+  std::string status;   // invalid_syntax ... correct, or "error" when the engine could not judge
+  std::string message;  // one line: why this status
+  std::vector<Finding> findings;
+  bool correct = false;
+  std::optional<double> max_abs_err, max_rel_err;
+  std::optional<double> runtime_ms, ref_eager_ms, ref_compile_ms, speedup_eager, speedup_compile;
+  std::optional<double> coverage;  // share of the candidate's CUDA time in its own kernels
+  Json runtime_stats;              // {n, median_ms, min_ms, p25_ms, p75_ms, max_ms, std_ms} or null
+  std::string timing_note;
+  int triton_launches = 0;
+  std::vector<std::string> kernels;
+  std::string device, profile;
+  int trials = 0;
+  bool interpreter_limit = false;  // failed on a known limit of Triton's CPU interpreter
+  std::string stderr_tail;
+  bool cache_hit = false;
+  double eval_ms = 0;
+  Json sandbox, meta;
+};
+
+/// Candidates to evaluate, matched to their tasks, plus the items that could not be used.
+struct CandidateBatch {
+  std::vector<EvalItem> items;
+  std::vector<SuiteProblem> problems;  // each becomes an "error" verdict, the rest go on
+};
+
+/// Loads candidates for `tasks` from a directory of .py files named like the task ids
+/// (`<id>.py`, or `<id>/<sample>.py` for several per task), a single .py file (with exactly one
+/// task), or a JSONL file of {"task_id", "code" | "response", "id"?, "group"?, "sample"?}.
+Result<CandidateBatch> load_candidates(const Suite& tasks, const std::filesystem::path& path);
+
+/// One item of a batch from JSON: {"code" | "response", "task" (source) | "task_id" (in `tasks`),
+/// "id"?, "group"?, "sample"?}; `where` names it in the error.
+Result<EvalItem> eval_item_from_json(const Json& json, const Suite& tasks, const std::string& where);
+
+/// Called as verdicts complete (in completion order): (done, total, verdict).
+using EvalProgress = std::function<void(std::size_t, std::size_t, const Verdict&)>;
+
+/// Sandboxed, parallel evaluation of candidates (docs/engine.md). Create once, evaluate many
+/// batches: runners stay warm and task references are computed once per engine.
+class Engine {
+ public:
+  /// Starts the trusted runner and resolves the device; the error says how to fix the set-up.
+  static Result<std::unique_ptr<Engine>> create(EngineOptions options);
+  ~Engine();
+
+  /// One verdict per item, in item order. Never fails as a whole: a bad item gets its verdict.
+  std::vector<Verdict> evaluate(const std::vector<EvalItem>& items, const EvalProgress& progress = {});
+  /// Device, seed, jobs, versions, profile: what a report needs to say how verdicts were made.
+  Json info() const;
+
+  struct Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Statuses from the first failing stage to `correct` (DESIGN.md), then "error".
+const std::vector<std::string>& verdict_statuses();
+
+Json to_json(const Verdict& verdict);
+Verdict verdict_from_json(const Json& json);  // the inverse of to_json; missing fields default
 
 }  // namespace tritium

@@ -42,6 +42,7 @@ TaskCheck from_reply(const Task& task, const exec::Reply& reply) {
   c.init_ms = b.value("init_ms", 0.0);
   c.forward_ms = b.value("forward_ms", 0.0);
   c.output_tail = b.value("output_tail", std::string());
+  c.warnings = b.value("warnings", std::vector<std::string>{});
   if (!c.ok) {
     c.stage = b.value("stage", std::string("runner"));
     // The runner names the line; the file is ours to name, as the user knows it.
@@ -105,6 +106,7 @@ Json to_json(const TaskCheck& c) {
   j["stage"] = c.ok ? Json(nullptr) : Json(c.stage);
   j["error"] = c.ok ? Json(nullptr) : Json(c.error);
   j["output_tail"] = c.output_tail;
+  j["warnings"] = c.warnings;
   return j;
 }
 

@@ -5,12 +5,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 
 #include "frame.h"
+
+extern char** environ;
 
 namespace tritium::exec {
 namespace {
@@ -73,8 +77,9 @@ std::optional<Error> Runner::ensure_started() {
   const int child_end = move_high(fds[1]);
   if (log_path_.empty()) log_path_ = make_log_path();
 
-  SpawnSpec spec{{options_.python, "-m", "tritium.runner", "--channel-fd", "3", "--device", options_.device},
-                 {}, child_end, log_path_};
+  SpawnSpec spec{{options_.python, "-m", "tritium.runner", "--channel-fd", "3", "--device", options_.device, "--role",
+                  options_.role, "--threads", std::to_string(options_.threads)},
+                 scrubbed_environment(), child_end, log_path_};
   auto child = spawn(spec);
   close(child_end);
   if (!child) {
@@ -128,3 +133,23 @@ Reply Runner::call(const Json& request, double timeout_s) {
 }
 
 }  // namespace tritium::exec
+
+namespace tritium {
+
+std::vector<std::string> scrubbed_environment() {
+  static constexpr std::string_view kKeep[] = {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "LD_LIBRARY_PATH",
+                                               "PYTHONPATH", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES", "CUDA_HOME",
+                                               "CUDA_PATH", "NVIDIA_VISIBLE_DEVICES", "OMP_NUM_THREADS"};
+  static constexpr std::string_view kKeepPrefixes[] = {"TRITON_", "TORCHINDUCTOR_", "PYTORCH_"};
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    bool keep = std::find(std::begin(kKeep), std::end(kKeep), name) != std::end(kKeep);
+    for (auto prefix : kKeepPrefixes) keep = keep || name.rfind(prefix, 0) == 0;
+    if (keep) env.emplace_back(entry);
+  }
+  return env;
+}
+
+}  // namespace tritium

@@ -30,6 +30,7 @@ void print_check(const TaskCheck& c) {
                              join_tensors(c.outputs), c.forward_ms);
   else
     std::cout << fmt::format("FAIL  {}  {}\n", c.task_id, c.error);
+  for (const auto& w : c.warnings) std::cout << fmt::format("warn  {}  degenerate: {}\n", c.task_id, w);
   std::cout.flush();
 }
 

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add_tasks_command(app, commands);
   add_parse_command(app, commands);
   add_verify_command(app, commands);
+  add_eval_command(app, commands);
 
   try {
     app.parse(argc, argv);

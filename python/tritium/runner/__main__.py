@@ -1,4 +1,8 @@
-"""Entry point: python -m tritium.runner --channel-fd FD [--device cpu|cuda]."""
+"""Entry point: python -m tritium.runner --channel-fd FD [--device cpu|cuda] [--role ...].
+
+A runner has one role: `reference` runs task code only (checks and reference outputs: the trusted
+side), `candidate` runs candidates only, each in a sandboxed worker.
+"""
 
 import argparse
 import os
@@ -8,47 +12,84 @@ import sys
 from .lifetime import die_with_parent
 
 
-def _prepare_environment(device: str) -> None:
-    # Must precede any triton import: on the CPU, kernels run under Triton's interpreter.
-    if device == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"
+def _resolve_device(device: str) -> str:
+    """"auto" becomes cuda when torch sees a GPU. Sets the environment before triton loads: on the
+    CPU, kernels run under Triton's interpreter."""
     # Ask NVML, not the CUDA driver: a driver initialised here would be unusable in forked workers.
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    os.environ["TRITON_INTERPRET"] = "1" if device == "cpu" else "0"
+    return device
 
 
 def _hello(device: str) -> dict:
     import torch
 
-    info = {"ok": True, "python": sys.version.split()[0], "torch": torch.__version__, "pid": os.getpid()}
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
     if device.startswith("cuda") and not torch.cuda.is_available():
         return {"ok": False, "error": f"--device {device}, but torch {torch.__version__} sees no CUDA device"}
-    return info
+    return {"ok": True, "python": sys.version.split()[0], "torch": torch.__version__, "triton": triton_version,
+            "pid": os.getpid(), "device": "cuda" if device.startswith("cuda") else "cpu",
+            "cuda_devices": torch.cuda.device_count() if device.startswith("cuda") else 0}
+
+
+def _device_info(request: dict) -> dict:
+    import torch
+
+    index = torch.device(request.get("device", "cuda:0")).index or 0
+    props = torch.cuda.get_device_properties(index)
+    return {"ok": True, "name": props.name, "capability": f"{props.major}.{props.minor}",
+            "memory_gb": props.total_memory / 2**30}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m tritium.runner")
     parser.add_argument("--channel-fd", type=int, required=True)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--role", choices=("reference", "candidate"), default="reference")
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads per worker (0: torch's default)")
     args = parser.parse_args()
     die_with_parent()
-    _prepare_environment(args.device)
+    device = _resolve_device(args.device)
     channel = socket.socket(fileno=args.channel_fd)
 
     from . import protocol
-    from .tasks import check_task
     from .worker import run_in_worker
 
-    handlers = {"check_task": check_task}
-    hello = _hello(args.device)
+    if args.threads > 0:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    if args.role == "candidate":
+        import triton.language  # noqa: F401 - imported once here, not in every forked worker
+
+        from .candidate import evaluate, warm_up
+
+        warm_up()
+        handlers = {"evaluate": evaluate}
+    else:
+        from .reference import reference
+        from .tasks import check_task
+
+        handlers = {"check_task": check_task, "reference": reference, "device_info": _device_info}
+    hello = _hello(device)
     protocol.write_frame(channel, hello)
     if not hello["ok"]:
         return 1
     while (request := protocol.read_frame(channel)) is not None:
         handler = handlers.get(request.get("op"))
         if handler is None:
-            answer = {"ok": False, "stage": "runner", "error": f"unknown op {request.get('op')!r}"}
+            answer = {"ok": False, "stage": "runner", "error": f"op {request.get('op')!r} is not served by a {args.role} runner"}
         else:
-            answer = run_in_worker(handler, request)
+            answer = run_in_worker(handler, request, request.get("timeout_s"))
         protocol.write_frame(channel, answer)
     return 0
 

@@ -129,6 +129,10 @@ def check_task(request: dict) -> dict:
         with torch.no_grad():
             out, forward_ms = _stage("forward", "forward raised", filename, _timed_forward, model, inputs, device)
         outputs = _flatten_outputs(out)
+        from .reference import lint
+
+        warnings = _stage("forward", "forward raised", filename, lint, module, model, get_inputs, device,
+                          int(request.get("seed", 0)))
     except TaskFailure as failure:
         return {"ok": False, "stage": failure.stage, "error": str(failure), **({"line": failure.line} if failure.line else {})}
     return {
@@ -137,4 +141,5 @@ def check_task(request: dict) -> dict:
         "outputs": _describe(outputs),
         "init_ms": init_ms,
         "forward_ms": forward_ms,
+        "warnings": warnings,
     }

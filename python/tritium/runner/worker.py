@@ -1,18 +1,27 @@
-"""One forked worker per request: whatever the request does, the runner survives it."""
+"""One forked worker per request: whatever the request does, the runner survives it.
+
+The worker leads its own process group, so a timeout kills it and everything it started; what it
+prints goes through a pipe of which the runner keeps only the tail, so flooding costs no disk.
+A request with a "sandbox" spec is run inside sandbox.enter() (namespaces, rlimits, own dir).
+"""
 
 import json
 import os
+import selectors
+import signal
 import sys
-import tempfile
+import time
 
 from .lifetime import die_with_parent
 
-OUTPUT_TAIL_CHARS = 4000
+OUTPUT_TAIL_BYTES = 4000
+_REAP_GRACE_S = 0.5  # after the worker exits, how long its pipes may still deliver
 
 
 def _describe_status(status: int) -> str:
     if os.WIFSIGNALED(status):
-        return f"signal {os.WTERMSIG(status)}"
+        sig = os.WTERMSIG(status)
+        return f"signal {sig} ({signal.Signals(sig).name})" if sig in signal.Signals._value2member_map_ else f"signal {sig}"
     return f"exit code {os.waitstatus_to_exitcode(status)}"
 
 
@@ -25,20 +34,33 @@ def _encode(result: dict) -> bytes:
 
 def _child(handler, request: dict, result_fd: int, output_fd: int) -> None:
     """Runs in the forked process; never returns."""
+    me = os.getpid()
     try:
         die_with_parent()
+        os.setpgid(0, 0)
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
+        os.close(output_fd)
         # The parent's sys.stdout may not be fd 1 (an embedding host, pytest): point both at it.
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         try:
+            if request.get("sandbox"):
+                from .sandbox import enter
+
+                request["sandbox_report"] = enter(request["sandbox"], request.get("device", "cpu"))
+            me = os.getpid()
             result = handler(request)
         except BaseException as exc:  # noqa: BLE001 - the worker must always answer
             result = {"ok": False, "stage": "runner", "error": f"runner error: {type(exc).__name__}: {exc}"}
+        if os.getpid() != me:  # a process the request forked came back here: it must not answer
+            os._exit(0)
         data = _encode(result)
-        sys.stdout.flush()
-        sys.stderr.flush()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:
+            pass
         view = memoryview(data)
         while view:
             view = view[os.write(result_fd, view):]
@@ -46,29 +68,91 @@ def _child(handler, request: dict, result_fd: int, output_fd: int) -> None:
         os._exit(0)
 
 
-def _tail(output) -> str:
-    output.seek(0, os.SEEK_END)
-    size = output.tell()
-    output.seek(max(0, size - OUTPUT_TAIL_CHARS))
-    return output.read().decode("utf-8", errors="replace")
+class _Collector:
+    """Reads the result pipe fully and the output pipe into a bounded tail."""
+
+    def __init__(self, result_fd: int, output_fd: int):
+        self.result = bytearray()
+        self.tail = bytearray()
+        self.selector = selectors.DefaultSelector()
+        for fd in (result_fd, output_fd):
+            os.set_blocking(fd, False)
+            self.selector.register(fd, selectors.EVENT_READ)
+        self.result_fd = result_fd
+
+    def pump(self, timeout: float) -> bool:
+        """Reads what is ready; False once both pipes are closed."""
+        for key, _ in self.selector.select(timeout):
+            try:
+                chunk = os.read(key.fd, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                self.selector.unregister(key.fd)
+                os.close(key.fd)
+            elif key.fd == self.result_fd:
+                self.result += chunk
+            else:
+                self.tail = (self.tail + chunk)[-OUTPUT_TAIL_BYTES:]
+        return bool(self.selector.get_map())
+
+    def close(self) -> None:
+        for fd in list(self.selector.get_map()):
+            self.selector.unregister(fd)
+            os.close(fd)
 
 
-def run_in_worker(handler, request: dict) -> dict:
-    """handler(request) in a forked child; a child that dies without answering is reported."""
-    with tempfile.TemporaryFile() as output:
-        read_fd, write_fd = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read_fd)
-            _child(handler, request, write_fd, output.fileno())
-        os.close(write_fd)
-        with os.fdopen(read_fd, "rb") as pipe:
-            data = pipe.read()
-        _, status = os.waitpid(pid, 0)
+def _wait(pid: int, collector: _Collector, deadline: float | None) -> tuple[int | None, bool]:
+    """Pumps the pipes until the worker is gone; (wait status, timed out)."""
+    status, exited_at = None, None
+    while True:
+        now = time.monotonic()
+        if deadline is not None and now > deadline and status is None:
+            os.killpg(pid, signal.SIGKILL)
+            return os.waitpid(pid, 0)[1], True
+        open_pipes = collector.pump(0.05)
+        if status is None:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status, exited_at = st, now
+        # Descendants that escaped may keep the pipes open: stop shortly after the worker exits.
+        if status is not None and (not open_pipes or now - exited_at > _REAP_GRACE_S):
+            return status, False
+
+
+def run_in_worker(handler, request: dict, timeout_s: float | None = None) -> dict:
+    """handler(request) in a forked child; a child that dies or overruns is reported."""
+    read_fd, write_fd = os.pipe()
+    out_read, out_write = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        os.close(out_read)
+        _child(handler, request, write_fd, out_write)
+    os.close(write_fd)
+    os.close(out_write)
+    try:
+        os.setpgid(pid, pid)  # also done by the child; whichever runs first wins the race
+    except OSError:
+        pass
+    collector = _Collector(read_fd, out_read)
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    try:
+        status, timed_out = _wait(pid, collector, deadline)
         try:
-            result = json.loads(data) if data else None
+            os.killpg(pid, signal.SIGKILL)  # anything the worker left behind
+        except OSError:
+            pass
+    finally:
+        collector.close()
+    result = None
+    if timed_out:
+        result = {"ok": False, "stage": "timeout", "error": f"no answer within {timeout_s:g} s; the worker was killed"}
+    else:
+        try:
+            result = json.loads(bytes(collector.result)) if collector.result else None
         except ValueError:
             result = None
         if not isinstance(result, dict):
@@ -77,5 +161,5 @@ def run_in_worker(handler, request: dict) -> dict:
                 "stage": "crash",
                 "error": f"the task's process died without an answer ({_describe_status(status)})",
             }
-        result["output_tail"] = _tail(output)
-        return result
+    result["output_tail"] = collector.tail.decode("utf-8", errors="replace")
+    return result

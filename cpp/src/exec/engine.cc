@@ -1,0 +1,470 @@
+// The evaluation engine: a queue of candidates over worker slots, each slot a warm candidate
+// runner; a few trusted runners compute each task's reference once (in parallel across tasks:
+// torch.compile is CPU work); verdicts are judged from files
+// and cached. Layout of the work directory:
+//   refs/<task>/     reference files (hidden from candidates by the sandbox)
+//   jobs/<n>/        one candidate's private directory: its code, linked inputs, its outputs
+//   gpu-<k>.lock     the timing lock of GPU k (flock: one timed workload per GPU)
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cache.h"
+#include "judge.h"
+#include "runner.h"
+#include "tensor_file.h"
+#include "tritium/exec.h"
+
+namespace fs = std::filesystem;
+
+namespace tritium {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr double kBackstopS = 60;         // the engine's timeout beyond the worker's own
+constexpr double kReferenceTimeoutS = 900;  // torch.compile of a large model takes minutes
+constexpr int kSandboxUidBase = 4100000;  // per-slot uid when the engine runs as root
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::uint64_t fresh_seed() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+double physical_gb() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1ll << 30);
+}
+
+int default_jobs(bool gpu) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return gpu ? std::min(cores, 8) : cores;
+}
+
+Result<fs::path> make_work_dir(const std::string& requested) {
+  std::error_code ec;
+  fs::path dir;
+  if (!requested.empty()) {
+    dir = requested;
+    fs::create_directories(dir, ec);
+  } else {
+    std::string pattern = (fs::temp_directory_path() / "tritium-eval-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) ec = std::error_code(errno, std::generic_category());
+    dir = pattern;
+  }
+  if (ec) return Error{fmt::format("cannot create the work directory {}: {}", dir.string(), ec.message())};
+  fs::create_directories(dir / "refs", ec);
+  fs::create_directories(dir / "jobs", ec);
+  // Sandboxed candidates may run under another uid: they traverse these, but cannot list them.
+  for (const auto& d : {dir, dir / "jobs"}) chmod(d.c_str(), 0711);
+  chmod((dir / "refs").c_str(), 0700);
+  return dir;
+}
+
+// Hard links when possible (no copy of large inputs), a copy across file systems.
+bool link_or_copy(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::create_hard_link(from, to, ec);
+  if (ec) fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  return !ec;
+}
+
+std::size_t output_bytes(const Json& trial) {
+  std::size_t total = 0;
+  for (const auto& o : trial.value("outputs", Json::array())) {
+    std::size_t n = std::max<std::size_t>(1, exec::dtype_size(o.value("dtype", std::string("float32"))));
+    for (const auto& d : o.value("shape", Json::array())) n *= d.get<std::size_t>();
+    total += n;
+  }
+  return total;
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  EngineOptions options;
+  fs::path work;
+  bool own_work = false;
+  std::uint64_t seed = 0;
+  std::string device;       // resolved: "cpu" or "cuda"
+  int gpus = 0;
+  Json hello = Json::object(), device_info = Json::object();
+  std::optional<exec::VerdictCache> cache;
+
+  // Trusted runners, lent one at a time to whichever slot needs a reference.
+  std::mutex trusted_mutex;
+  std::condition_variable trusted_free;
+  std::vector<std::unique_ptr<exec::Runner>> trusted;
+  std::vector<exec::Runner*> idle_trusted;
+  std::vector<std::unique_ptr<exec::Runner>> slots;
+
+  std::mutex refs_mutex;
+  std::map<std::string, std::shared_future<exec::Reference>> refs;
+  std::atomic<std::size_t> job_counter{0};
+
+  // Slot threads live as long as the engine: a runner's parent-death signal follows the thread
+  // that started it, so runners must be started from threads that do not come and go.
+  std::mutex queue_mutex;
+  std::condition_variable queue_ready;
+  std::deque<std::function<void(int)>> queue;
+  bool stopping = false;
+  std::vector<std::thread> workers;
+
+  void start_workers(int n) {
+    for (int slot = 0; slot < n; ++slot) workers.emplace_back([this, slot] { serve(slot); });
+  }
+
+  void serve(int slot) {
+    for (;;) {
+      std::function<void(int)> job;
+      {
+        std::unique_lock lock(queue_mutex);
+        queue_ready.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;
+        job = std::move(queue.front());
+        queue.pop_front();
+      }
+      job(slot);
+    }
+  }
+
+  void submit(std::function<void(int)> job) {
+    {
+      std::lock_guard lock(queue_mutex);
+      queue.push_back(std::move(job));
+    }
+    queue_ready.notify_one();
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lock(queue_mutex);
+      stopping = true;
+    }
+    queue_ready.notify_all();
+    for (auto& t : workers) t.join();
+    slots.clear();
+    trusted.clear();
+    if (own_work && !options.keep_files) {
+      std::error_code ec;
+      fs::remove_all(work, ec);
+    }
+  }
+
+  std::string slot_device(int slot) const {
+    if (device != "cuda") return device;
+    return fmt::format("cuda:{}", gpus > 0 ? slot % gpus : 0);
+  }
+
+  fs::path lock_path(const std::string& dev) const {
+    const auto colon = dev.find(':');
+    return work / fmt::format("gpu-{}.lock", colon == std::string::npos ? "0" : dev.substr(colon + 1));
+  }
+
+  Json versions() const {
+    return {{"tritium", version()},
+            {"python", hello.value("python", "")},
+            {"torch", hello.value("torch", "")},
+            {"triton", hello.value("triton", "")}};
+  }
+
+  std::string cache_key_for(const Task& task, const std::string& code) const {
+    return exec::cache_key({{"task", task.source},
+                            {"candidate", code},
+                            {"profile", options.profile},
+                            {"device", device == "cuda" ? device_info.value("name", std::string("cuda")) : "cpu"},
+                            {"trials", options.trials},
+                            {"static_check", options.static_check},
+                            {"timing", options.timing},
+                            {"versions", versions()}});
+  }
+
+  exec::Reply call_trusted(const Json& request, double timeout_s) {
+    exec::Runner* runner = nullptr;
+    {
+      std::unique_lock lock(trusted_mutex);
+      trusted_free.wait(lock, [&] { return !idle_trusted.empty(); });
+      runner = idle_trusted.back();
+      idle_trusted.pop_back();
+    }
+    exec::Reply reply;
+    if (auto error = runner->ensure_started())
+      reply = {exec::Reply::Kind::died, nullptr, error->message};
+    else
+      reply = runner->call(request, timeout_s);
+    {
+      std::lock_guard lock(trusted_mutex);
+      idle_trusted.push_back(runner);
+    }
+    trusted_free.notify_one();
+    return reply;
+  }
+
+  exec::Reference compute_reference(const Task& task, const fs::path& dir) {
+    const std::string ref_device = device == "cuda" ? "cuda:0" : "cpu";
+    const auto tol = exec::tolerance_for(options.profile, "float32").value_or(exec::Tolerance{1e-4, 1e-4});
+    const Json request = {{"op", "reference"},       {"id", task.id},
+                          {"source", task.source},   {"filename", task.origin.empty() ? task.id : task.origin},
+                          {"device", ref_device},    {"seed", seed},
+                          {"trials", options.trials}, {"dir", dir.string()},
+                          {"time", options.timing},  {"lock_path", lock_path(ref_device).string()},
+                          {"atol", tol.atol},        {"timeout_s", kReferenceTimeoutS}};
+    const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
+    exec::Reference ref;
+    ref.dir = dir;
+    if (reply.kind != exec::Reply::Kind::ok) {
+      ref.error = fmt::format("{}: the reference could not run: {}", task.origin, reply.detail);
+    } else if (!reply.body.value("ok", false)) {
+      const std::string line = reply.body.contains("line") ? fmt::format(":{}", reply.body["line"].get<int>()) : "";
+      ref.error = fmt::format("{}{}: the task's reference failed ({}): {}", task.origin, line,
+                              reply.body.value("stage", std::string("?")), reply.body.value("error", std::string()));
+    } else {
+      ref.ok = true;
+      ref.body = reply.body;
+    }
+    return ref;
+  }
+
+  // Computed once per task and engine; concurrent slots wait for the first one's result.
+  exec::Reference reference_for(const Task& task) {
+    const std::string key = sha256_hex(task.source).substr(0, 24);
+    std::promise<exec::Reference> promise;
+    std::shared_future<exec::Reference> future;
+    bool mine = false;
+    {
+      std::lock_guard lock(refs_mutex);
+      auto it = refs.find(key);
+      if (it == refs.end()) {
+        future = promise.get_future().share();
+        refs.emplace(key, future);
+        mine = true;
+      } else {
+        future = it->second;
+      }
+    }
+    if (mine) promise.set_value(compute_reference(task, work / "refs" / key));
+    return future.get();
+  }
+
+  Result<fs::path> prepare_job(const exec::Reference& ref, const std::string& code) {
+    const fs::path job = work / "jobs" / std::to_string(job_counter++);
+    std::error_code ec;
+    fs::create_directories(job, ec);
+    if (ec) return Error{fmt::format("cannot create {}: {}", job.string(), ec.message())};
+    chmod(job.c_str(), 0700);
+    std::ofstream(job / "candidate.py", std::ios::binary) << code;
+    std::vector<std::string> files = {"params.tt"};
+    for (const auto& t : ref.body.value("trials", Json::array()))
+      files.push_back(fmt::format("trial-{}.in.tt", t.value("index", 0)));
+    for (int k = 0; k < ref.body.value("spots", 0); ++k) files.push_back(fmt::format("spot-{}.in.tt", k));
+    for (const auto& f : files)
+      if (!link_or_copy(ref.dir / f, job / f)) return Error{fmt::format("cannot place {} in {}", f, job.string())};
+    return job;
+  }
+
+  Json evaluate_request(int slot, const exec::Reference& ref, const fs::path& job) const {
+    Json trials = Json::array();
+    for (const auto& t : ref.body.value("trials", Json::array()))
+      trials.push_back({{"index", t.value("index", 0)}, {"mode", t.value("mode", "eval")}, {"output_bytes", output_bytes(t)}});
+    const std::string dev = slot_device(slot);
+    const bool root = geteuid() == 0;
+    Json sandbox = {{"dir", job.string()},
+                    {"hide", Json::array({(work / "refs").string()})},
+                    {"uid", root ? kSandboxUidBase + slot : 0},
+                    {"cpu_s", static_cast<int>(options.timeout_s * 2 + 30)},
+                    {"memory_bytes", static_cast<long long>(options.memory_gb * (1ll << 30))}};
+    if (cache) sandbox["hide"].push_back(cache->file().parent_path().string());
+    return {{"op", "evaluate"},
+            {"filename", (job / "candidate.py").string()},
+            {"device", dev},
+            {"seed", seed},
+            {"dir", job.string()},
+            {"trials", trials},
+            {"spots", ref.body.value("spots", 0)},
+            {"init_inputs", ref.body.value("init_inputs", Json::array())},
+            {"params", ref.body.value("params", Json::array())},
+            {"timing", {{"enabled", options.timing}, {"lock_path", lock_path(dev).string()}}},
+            {"sandbox", sandbox},
+            {"timeout_s", options.timeout_s}};
+  }
+
+  void run_candidate(int slot, const Task& task, const std::string& code, Verdict& v) {
+    const exec::Reference ref = reference_for(task);
+    if (!ref.ok) {
+      v.status = "error";
+      v.message = ref.error;
+      return;
+    }
+    auto job = prepare_job(ref, code);
+    if (!job) {
+      v.status = "error";
+      v.message = job.error().message;
+      return;
+    }
+    exec::Runner& runner = *slots[slot];
+    exec::Reply reply;
+    if (auto error = runner.ensure_started())
+      reply = {exec::Reply::Kind::died, nullptr, error->message};
+    else
+      reply = runner.call(evaluate_request(slot, ref, *job), options.timeout_s + kBackstopS);
+    exec::judge(reply, ref, *job, options.profile, v);
+    if (!options.keep_files) {
+      std::error_code ec;
+      fs::remove_all(*job, ec);
+    }
+  }
+
+  Verdict evaluate_one(int slot, const EvalItem& item) {
+    const auto start = Clock::now();
+    Verdict v;
+    v.candidate_id = item.id;
+    v.task_id = item.task.id;
+    v.device = device;
+    v.profile = options.profile;
+    v.meta = item.meta;
+    std::string code = item.code;
+    if (item.is_response) code = extract_response(item.code).code;
+    const std::string key = cache_key_for(item.task, code);
+    if (cache) {
+      if (auto hit = cache->get(key)) {
+        Verdict cached = verdict_from_json(*hit);
+        cached.candidate_id = item.id;
+        cached.meta = item.meta;
+        cached.cache_hit = true;
+        cached.eval_ms = ms_since(start);
+        return cached;
+      }
+    }
+    if (code.empty()) {
+      v.status = "invalid_syntax";
+      v.message = "the response holds no Python code block";
+      v.findings.push_back({"syntax.no_code", "error", 0, 0, v.message});
+    } else if (options.static_check) {
+      const Verification static_verdict = verify_code(code, item.task.source);
+      v.findings = static_verdict.findings;
+      if (!static_verdict.valid()) {
+        v.status = static_verdict.status;
+        for (const auto& f : static_verdict.findings)
+          if (f.severity == "error") {
+            v.message = fmt::format("line {}: {} ({})", f.line, f.message, f.rule);
+            break;
+          }
+      }
+    }
+    if (v.status.empty()) {
+      const auto static_findings = v.findings;
+      run_candidate(slot, item.task, code, v);
+      v.findings.insert(v.findings.begin(), static_findings.begin(), static_findings.end());
+    }
+    v.eval_ms = ms_since(start);
+    if (cache && v.status != "error") cache->put(key, to_json(v));
+    return v;
+  }
+};
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
+  if (options.python.empty()) options.python = find_python();
+  if (!exec::tolerance_for(options.profile, "float32"))
+    return Error{fmt::format("unknown --profile {}; use one of: {}", options.profile, fmt::join(exec::profile_names(), ", "))};
+  if (options.trials < 5) return Error{fmt::format("--trials {} is too few; the protocol needs at least 5", options.trials)};
+  auto impl = std::make_unique<Impl>();
+  auto work = make_work_dir(options.work_dir);
+  if (!work) return work.error();
+  impl->work = *work;
+  impl->own_work = options.work_dir.empty();
+  impl->seed = options.seed.value_or(fresh_seed());
+  if (!options.cache.empty()) {
+    auto cache = exec::VerdictCache::open(options.cache);
+    if (!cache) return cache.error();
+    impl->cache.emplace(std::move(*cache));
+  }
+
+  RunnerOptions trusted{options.python, options.device, options.timeout_s, 0, "reference", 0};
+  impl->trusted.push_back(std::make_unique<exec::Runner>(trusted));
+  if (auto error = impl->trusted[0]->ensure_started()) return *error;
+  impl->hello = impl->trusted[0]->hello();
+  impl->device = impl->hello.value("device", std::string("cpu"));
+  impl->gpus = impl->hello.value("cuda_devices", 0);
+  if (impl->device == "cuda") {
+    const exec::Reply info = impl->trusted[0]->call({{"op", "device_info"}, {"device", "cuda:0"}}, 120);
+    if (info.kind == exec::Reply::Kind::ok) impl->device_info = info.body;
+  }
+  const bool gpu = impl->device == "cuda";
+  for (int k = 0; k < std::max(1, impl->gpus); ++k) {  // the timing locks, readable by sandboxed uids
+    const auto lock = impl->work / fmt::format("gpu-{}.lock", k);
+    std::ofstream{lock};
+    chmod(lock.c_str(), 0644);
+  }
+  if (options.jobs <= 0) options.jobs = default_jobs(gpu);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  trusted.device = impl->device;
+  for (int i = 1; i < std::max(1, options.jobs / 2); ++i) impl->trusted.push_back(std::make_unique<exec::Runner>(trusted));
+  for (auto& runner : impl->trusted) impl->idle_trusted.push_back(runner.get());
+  RunnerOptions slot{options.python, impl->device, options.timeout_s, 0, "candidate",
+                     gpu ? 0 : std::max(1, cores / options.jobs)};
+  for (int i = 0; i < options.jobs; ++i) {
+    auto runner_options = slot;
+    runner_options.device = impl->slot_device(i);
+    impl->slots.push_back(std::make_unique<exec::Runner>(runner_options));
+  }
+  if (options.memory_gb <= 0) options.memory_gb = std::max(1.0, physical_gb() * 0.6 / options.jobs);
+  impl->options = std::move(options);
+  impl->start_workers(impl->options.jobs);
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const EvalProgress& progress) {
+  std::vector<Verdict> verdicts(items.size());
+  std::mutex mutex;
+  std::condition_variable finished;
+  std::size_t done = 0;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    impl_->submit([&, i](int slot) {
+      verdicts[i] = impl_->evaluate_one(slot, items[i]);
+      std::lock_guard lock(mutex);
+      ++done;
+      if (progress) progress(done, items.size(), verdicts[i]);
+      finished.notify_one();
+    });
+  std::unique_lock lock(mutex);
+  finished.wait(lock, [&] { return done == items.size(); });
+  return verdicts;
+}
+
+Json Engine::info() const {
+  const auto& o = impl_->options;
+  return {{"device", impl_->device},
+          {"device_name", impl_->device_info.value("name", impl_->device == "cuda" ? "cuda" : "cpu")},
+          {"gpus", impl_->gpus},
+          {"jobs", o.jobs},
+          {"profile", o.profile},
+          {"trials", o.trials},
+          {"seed", impl_->seed},
+          {"static_check", o.static_check},
+          {"timing", o.timing && impl_->device == "cuda"},
+          {"timeout_s", o.timeout_s},
+          {"memory_gb", o.memory_gb},
+          {"cache", o.cache.empty() ? Json(nullptr) : Json(o.cache)},
+          {"versions", impl_->versions()}};
+}
+
+}  // namespace tritium

@@ -1,0 +1,150 @@
+// tritium eval TASK.py CANDIDATE.py | --tasks SUITE --candidates DIR|FILE.jsonl: sandboxed verdicts.
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "tritium/exec.h"
+
+namespace tritium::cli {
+namespace {
+
+struct EvalOptions {
+  std::vector<std::string> positional;  // TASK.py CANDIDATE.py
+  std::string tasks, candidates, out;
+  bool json = false, no_static = false, no_timing = false;
+  std::optional<std::uint64_t> seed;
+  EngineOptions engine;
+};
+
+std::string fmt_opt(const std::optional<double>& v, const char* spec = "{:.3f}") {
+  return v ? fmt::format(fmt::runtime(spec), *v) : "-";
+}
+
+void print_verdict(const Verdict& v) {
+  std::string timing;
+  if (v.runtime_ms)
+    timing = fmt::format("  {} ms, x{} eager, x{} compile", fmt_opt(v.runtime_ms), fmt_opt(v.speedup_eager, "{:.2f}"),
+                         fmt_opt(v.speedup_compile, "{:.2f}"));
+  std::cout << fmt::format("{:<22} {:<40} {}{}\n", v.status, v.candidate_id, v.message, timing);
+  std::cout.flush();
+}
+
+Verdict problem_verdict(const SuiteProblem& p) {
+  Verdict v;
+  v.candidate_id = p.origin;
+  v.status = "error";
+  v.message = p.message;
+  return v;
+}
+
+void print_summary(const std::vector<Verdict>& verdicts, const Json& info, double seconds) {
+  std::map<std::string, int> counts;
+  for (const auto& v : verdicts) ++counts[v.status];
+  std::cout << fmt::format("\n{:<22} {:>6}\n", "status", "count");
+  for (const auto& s : verdict_statuses())
+    if (counts[s]) std::cout << fmt::format("{:<22} {:>6}\n", s, counts[s]);
+  int hits = 0;
+  for (const auto& v : verdicts) hits += v.cache_hit;
+  std::cout << fmt::format("{} candidates in {:.1f} s on {} ({} jobs, profile {}, seed {}){}\n", verdicts.size(), seconds,
+                           info["device_name"].get<std::string>(), info["jobs"].get<int>(),
+                           info["profile"].get<std::string>(), info["seed"].get<std::uint64_t>(),
+                           hits ? fmt::format(", {} from the cache", hits) : "");
+}
+
+Result<CandidateBatch> load_batch(EvalOptions& o, Suite& suite) {
+  std::string tasks = o.tasks, candidates = o.candidates;
+  if (o.positional.size() == 2 && tasks.empty() && candidates.empty()) {
+    tasks = o.positional[0];
+    candidates = o.positional[1];
+  } else if (!o.positional.empty() || tasks.empty() || candidates.empty()) {
+    return Error{"pass TASK.py CANDIDATE.py, or --tasks SUITE --candidates DIR|FILE.jsonl"};
+  }
+  auto loaded = load_suite(tasks);
+  if (!loaded) return loaded.error();
+  suite = std::move(*loaded);
+  return load_candidates(suite, candidates);
+}
+
+int run_eval(EvalOptions& o) {
+  Suite suite;
+  auto batch = load_batch(o, suite);
+  if (!batch) return fail(kUsage, batch.error().message);
+  std::ofstream out;
+  if (!o.out.empty()) {
+    out.open(o.out);
+    if (!out) return fail(kUsage, fmt::format("cannot write {}", o.out));
+  }
+  o.engine.seed = o.seed;
+  o.engine.static_check = !o.no_static;
+  o.engine.timing = !o.no_timing;
+  const auto start = std::chrono::steady_clock::now();
+  auto engine = Engine::create(o.engine);
+  if (!engine) return fail(kEnvironment, engine.error().message);
+
+  std::vector<Verdict> verdicts;
+  for (const auto& p : batch->problems) verdicts.push_back(problem_verdict(p));
+  Progress progress(batch->items.size());
+  auto evaluated = (*engine)->evaluate(batch->items, [&](std::size_t done, std::size_t, const Verdict& v) {
+    progress.clear();
+    if (!o.json) print_verdict(v);
+    progress.update(done, v.candidate_id);
+  });
+  progress.clear();
+  verdicts.insert(verdicts.end(), evaluated.begin(), evaluated.end());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  Json all = Json::array();
+  for (const auto& v : verdicts) {
+    all.push_back(to_json(v));
+    if (out) out << all.back().dump() << "\n";
+  }
+  const Json info = (*engine)->info();
+  if (o.json) {
+    print_json({{"engine", info}, {"verdicts", all}, {"seconds", seconds}});
+  } else {
+    for (const auto& p : batch->problems) print_verdict(problem_verdict(p));
+    print_summary(verdicts, info, seconds);
+  }
+  for (const auto& v : verdicts)
+    if (v.status == "error") return kFailures;
+  for (const auto& v : verdicts)
+    if (!v.correct) return kFailures;
+  return kOk;
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& root, Commands& commands) {
+  auto o = std::make_shared<EvalOptions>();
+  auto* app = root.add_subcommand("eval", "Evaluate candidates in the sandboxed engine: correctness, then timing on a GPU");
+  app->add_option("files", o->positional, "TASK.py CANDIDATE.py (one candidate)")->expected(0, 2);
+  app->add_option("--tasks", o->tasks, "Task suite: a .py file, a directory of them, or a .jsonl suite");
+  app->add_option("--candidates", o->candidates,
+                  "Candidates: a directory of <task id>.py (or <task id>/<sample>.py), or a JSONL of "
+                  "{\"task_id\", \"code\" | \"response\", \"id\"?, \"group\"?, \"sample\"?}");
+  app->add_option("--device", o->engine.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  app->add_option("--profile", o->engine.profile, "Tolerance profile: kernelbench, strict, legacy")->capture_default_str();
+  app->add_option("--trials", o->engine.trials, "Checked trials per candidate (at least 5)")->capture_default_str();
+  app->add_option("--jobs", o->engine.jobs, "Candidate workers (0: one per core; at most 8 on a GPU)")->capture_default_str();
+  app->add_option("--timeout", o->engine.timeout_s, "Seconds each candidate may take")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--seed", o->seed, "Engine seed (default: drawn afresh; set it to reproduce a run)");
+  app->add_option("--cache", o->engine.cache, "SQLite verdict cache file (a repeated candidate is not rerun)");
+  app->add_option("--memory-gb", o->engine.memory_gb, "Memory per candidate worker beyond the runtime, CPU only (0: 60% of RAM shared among the jobs)")
+      ->capture_default_str();
+  app->add_option("--out", o->out, "Write the verdicts as JSONL here");
+  app->add_option("--python", o->engine.python,
+                  "Python for the runners (default: $TRITIUM_PYTHON, the python3 beside tritium, or python3)");
+  app->add_flag("--no-static", o->no_static, "Skip the static verifier: only the runtime checks judge");
+  app->add_flag("--no-timing", o->no_timing, "Do not time on the GPU (correctness only)");
+  app->add_flag("--keep-files", o->engine.keep_files, "Keep the work directory's files (debugging)");
+  app->add_option("--work-dir", o->engine.work_dir, "Work directory (default: a fresh temporary one)");
+  app->add_flag("--json", o->json, "Print one JSON document instead of text");
+  commands.push_back({app, [o]() -> int { return run_eval(*o); }});
+}
+
+}  // namespace tritium::cli

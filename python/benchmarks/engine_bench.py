@@ -1,0 +1,139 @@
+"""Engine benchmarks, each printing a ratio against a baseline measured side by side in this run.
+
+    python engine_bench.py repeatability [--runs 5]     GPU: speedup CV over separate evaluations
+    python engine_bench.py throughput                   GPU: engine vs naive serial (naive_eval.py)
+    python engine_bench.py cache [--device cpu|cuda]    second run of a batch from the verdict cache
+
+Results go to stdout as text and, with --json FILE, as one JSON document.
+"""
+
+import argparse
+import json
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import tritium
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TASKS, SOLUTIONS = ROOT / "examples" / "tasks", ROOT / "examples" / "solutions"
+RUNTIME = ROOT / "tests" / "fixtures" / "runtime"
+
+
+def gpu_sized_tasks() -> dict[str, tuple[str, str]]:
+    """(task source, candidate code) of kernels well over 100 us on an H200."""
+    softmax = (TASKS / "level1" / "07_softmax.py").read_text()
+    softmax = softmax.replace("batch_size = 48", "batch_size = 8192").replace("dim = 1000", "dim = 8192")
+    return {
+        "relu 4096x16384": ((RUNTIME / "tasks" / "big_relu.py").read_text(), (SOLUTIONS / "level1" / "01_relu.py").read_text()),
+        "softmax 8192x8192": (softmax, (SOLUTIONS / "level1" / "07_softmax.py").read_text()),
+    }
+
+
+def example_batch(copies: int, wrong: int) -> list[dict]:
+    """Each example solution `copies` times (salted, so nothing is a repeat) plus wrong kernels."""
+    batch = []
+    for copy in range(copies):
+        for solution in sorted(SOLUTIONS.rglob("*.py")):
+            rel = solution.relative_to(SOLUTIONS)
+            batch.append({"id": f"{rel}#{copy}", "task_path": str(TASKS / rel),
+                          "code": solution.read_text() + f"\n# copy {copy}\n"})
+    for i in range(wrong):
+        batch.append({"id": f"wrong#{i}", "task_path": str(TASKS / "level1" / "01_relu.py"),
+                      "code": (RUNTIME / "wrong_kernel.py").read_text() + f"\n# copy {i}\n"})
+    for entry in batch:
+        entry["task"] = pathlib.Path(entry["task_path"]).read_text()
+    return batch
+
+
+def repeatability(args) -> dict:
+    results = {name: [] for name in gpu_sized_tasks()}
+    for run in range(args.runs):
+        engine = tritium.Engine(device="cuda", jobs=2, seed=1000 + run)
+        batch = [{"id": name, "task": task, "code": code} for name, (task, code) in gpu_sized_tasks().items()]
+        for verdict in engine.evaluate(batch):
+            assert verdict["status"] == "correct", verdict["message"]
+            results[verdict["candidate_id"]].append(verdict)
+            print(f"run {run}: {verdict['candidate_id']}: {verdict['runtime_ms']:.4f} ms, "
+                  f"x{verdict['speedup_eager']:.3f} eager, x{verdict['speedup_compile'] or 0:.3f} compile, "
+                  f"coverage {verdict['coverage']}", flush=True)
+    summary = {}
+    for name, verdicts in results.items():
+        speedups = [v["speedup_eager"] for v in verdicts]
+        runtimes = [v["runtime_ms"] for v in verdicts]
+        cv = statistics.pstdev(speedups) / statistics.mean(speedups)
+        summary[name] = {"runtime_ms": runtimes, "speedup_eager": speedups, "speedup_cv": cv,
+                         "runtime_cv": statistics.pstdev(runtimes) / statistics.mean(runtimes)}
+        print(f"{name}: speedup CV {cv * 100:.2f}% over {len(speedups)} evaluations (target <= 2%)")
+    return summary
+
+
+def throughput(args) -> dict:
+    batch = example_batch(args.copies, args.wrong)
+    start = time.perf_counter()
+    engine = tritium.Engine(device="cuda", static_check=False)
+    verdicts = engine.evaluate([{k: v for k, v in e.items() if k != "task_path"} for e in batch])
+    engine_s = time.perf_counter() - start
+    print(f"engine: {len(batch)} candidates in {engine_s:.1f} s ({engine.info()['jobs']} jobs)", flush=True)
+
+    naive, start = [], time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, entry in enumerate(batch):
+            path = pathlib.Path(tmp) / f"candidate_{i}.py"
+            path.write_text(entry["code"])
+            out = subprocess.run([sys.executable, str(pathlib.Path(__file__).with_name("naive_eval.py")),
+                                  entry["task_path"], str(path)], capture_output=True, text=True)
+            lines = out.stdout.strip().splitlines()
+            naive.append(json.loads(lines[-1]) if lines else {"status": "runtime_error", "error": out.stderr[-300:]})
+    naive_s = time.perf_counter() - start
+    print(f"naive serial: {len(batch)} candidates in {naive_s:.1f} s", flush=True)
+    same = sum((v["status"] == "correct") == (n["status"] == "correct") for v, n in zip(verdicts, naive))
+    differ = [(e["id"], v["status"], n["status"]) for e, v, n in zip(batch, verdicts, naive)
+              if (v["status"] == "correct") != (n["status"] == "correct")]
+    print(f"same correctness on {same}/{len(batch)}; engine {naive_s / engine_s:.2f}x faster than naive serial "
+          "(target >= 4x)")
+    for d in differ:
+        print("  differs:", d)
+    return {"candidates": len(batch), "engine_s": engine_s, "naive_s": naive_s, "ratio": naive_s / engine_s,
+            "same_correctness": same, "differs": differ,
+            "engine_statuses": [v["status"] for v in verdicts], "naive_statuses": [n["status"] for n in naive]}
+
+
+def cache(args) -> dict:
+    batch = [{k: v for k, v in e.items() if k != "task_path"} for e in example_batch(1, 2)]
+    with tempfile.TemporaryDirectory() as tmp:
+        db = str(pathlib.Path(tmp) / "verdicts.sqlite")
+        engine = tritium.Engine(device=args.device, cache=db, static_check=False)
+        start = time.perf_counter()
+        first = engine.evaluate(batch)
+        first_s = time.perf_counter() - start
+        start = time.perf_counter()
+        second = engine.evaluate(batch)
+        second_s = time.perf_counter() - start
+    hits = sum(v["cache_hit"] for v in second)
+    same = sum(a["status"] == b["status"] for a, b in zip(first, second))
+    print(f"first run {first_s:.2f} s, cached run {second_s * 1000:.1f} ms: {first_s / second_s:.0f}x faster "
+          f"(target >= 50x); {hits}/{len(batch)} hits, {same} same statuses")
+    return {"candidates": len(batch), "first_s": first_s, "cached_s": second_s, "ratio": first_s / second_s,
+            "hits": hits, "same_status": same}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("bench", choices=("repeatability", "throughput", "cache"))
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--copies", type=int, default=3)
+    parser.add_argument("--wrong", type=int, default=4)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args()
+    result = {"repeatability": repeatability, "throughput": throughput, "cache": cache}[args.bench](args)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps({args.bench: result}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

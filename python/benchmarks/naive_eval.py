@@ -1,0 +1,61 @@
+"""The naive serial baseline the engine is measured against: KernelBench's way of evaluating one
+candidate, in one fresh process. Import torch and triton, load the task and the candidate into
+this process, build both models after the same seed, check 5 random trials with allclose, then
+time 100 calls with CUDA events (after warm-up, same inputs each call). Prints one JSON line.
+
+    python naive_eval.py TASK.py CANDIDATE.py
+"""
+
+import json
+import sys
+import time
+import types
+
+import torch
+
+
+def load(path: str, name: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__file__ = path
+    with open(path) as f:
+        exec(compile(f.read(), path, "exec"), module.__dict__)
+    return module
+
+
+def main(task_path: str, candidate_path: str) -> dict:
+    start = time.perf_counter()
+    import triton  # noqa: F401 - part of the cost a fresh process pays
+
+    task, candidate = load(task_path, "task"), load(candidate_path, "candidate")
+    init = task.get_init_inputs()
+    torch.manual_seed(0)
+    model = task.Model(*init).cuda()
+    torch.manual_seed(0)
+    model_new = candidate.ModelNew(*init).cuda()
+    with torch.no_grad():
+        for trial in range(5):
+            torch.manual_seed(trial)
+            inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in task.get_inputs()]
+            expected, actual = model(*inputs), model_new(*inputs)
+            if not torch.allclose(expected, actual, atol=1e-4, rtol=1e-4):
+                return {"status": "incorrect", "seconds": time.perf_counter() - start}
+        for _ in range(3):
+            model_new(*inputs)
+        times = []
+        for _ in range(100):
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            begin.record()
+            model_new(*inputs)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(begin.elapsed_time(end))
+    times.sort()
+    return {"status": "correct", "runtime_ms": times[len(times) // 2], "seconds": time.perf_counter() - start}
+
+
+if __name__ == "__main__":
+    try:
+        result = main(sys.argv[1], sys.argv[2])
+    except Exception as exc:  # noqa: BLE001 - the baseline reports, as KernelBench does
+        result = {"status": "runtime_error", "error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(result))

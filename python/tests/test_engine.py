@@ -1,0 +1,167 @@
+"""The evaluation engine end to end on the CPU: real runners, real sandboxes, real Triton kernels
+under the interpreter. The cheat fixtures run with the static pre-check off, so the runtime checks
+are what catches them (tests/fixtures/runtime/expected.json lists what each must get)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import tritium
+from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS, FIXTURES, ROOT
+
+RUNTIME = FIXTURES / "runtime"
+EXPECTED = json.loads((RUNTIME / "expected.json").read_text())
+BOMBS = ("infinite_loop.py", "stdout_flood.py", "memory_bomb.py", "fork_bomb.py")
+TINY_RELU = RUNTIME / "tasks" / "tiny_relu.py"
+
+
+def item(name: str, task=None, **extra) -> dict:
+    task = task or ROOT / EXPECTED[name]["task"]
+    return {"id": name, "task": task.read_text(), "task_id": task.stem, "code": (RUNTIME / name).read_text(), **extra}
+
+
+def processes() -> int:
+    return sum(1 for entry in os.listdir("/proc") if entry.isdigit())
+
+
+@pytest.fixture(scope="module")
+def runtime_engine():
+    return tritium.Engine(device="cpu", jobs=2, timeout_s=60, static_check=False, seed=7)
+
+
+@pytest.fixture(scope="module")
+def cheat_verdicts(runtime_engine):
+    names = [n for n, e in EXPECTED.items() if n not in BOMBS]
+    return {v["candidate_id"]: v for v in runtime_engine.evaluate([item(n) for n in names])}
+
+
+@pytest.mark.parametrize("name", [n for n in EXPECTED if n not in BOMBS])
+def test_each_runtime_fixture_gets_its_status(cheat_verdicts, name):
+    verdict = cheat_verdicts[name]
+    assert verdict["status"] in EXPECTED[name]["status"], (verdict["message"], verdict["stderr_tail"][-500:])
+
+
+def test_the_runtime_checks_name_what_they_caught(cheat_verdicts):
+    rules = {name: {f["rule"] for f in v["findings"]} for name, v in cheat_verdicts.items()}
+    assert "runtime.torch_compute:relu" in rules["decoy_kernel.py"]
+    assert "eval.input_mutated" in rules["input_mutation.py"]
+    assert "eval.timed_output" in rules["timed_call_detect.py"]
+    assert "eval.param_mismatch" in rules["param_mismatch.py"]
+    assert "batch_size=" in cheat_verdicts["hardcoded_shape.py"]["message"]
+    assert "SIGSEGV" in cheat_verdicts["segfault.py"]["message"]
+    assert "Network is unreachable" in cheat_verdicts["network_connect.py"]["message"]
+
+
+def test_a_correct_verdict_carries_errors_launches_and_no_cpu_timing(cheat_verdicts):
+    verdict = cheat_verdicts["sleep_kernel_cpu.py"]
+    assert verdict["correct"] and verdict["max_abs_err"] == 0.0
+    assert verdict["triton_launches"] >= verdict["trials"] >= 6
+    assert verdict["runtime_ms"] is None and verdict["speedup_eager"] is None
+    assert "CPU" in verdict["timing_note"]
+
+
+def test_the_sandbox_isolates_the_candidate(cheat_verdicts):
+    sandbox = cheat_verdicts["honest_relu.py"]["sandbox"]
+    assert sandbox["network"] == "isolated" and sandbox["pid_namespace"]
+    assert any(path.endswith("refs") for path in sandbox["hidden"])
+    assert {"cpu", "nofile", "fsize", "nproc"} <= set(sandbox["rlimits"])
+
+
+def test_the_environment_is_scrubbed(monkeypatch):
+    monkeypatch.setenv("TRITIUM_TEST_SECRET", "hunter2")  # read by the runners the engine starts now
+    engine = tritium.Engine(device="cpu", jobs=1, static_check=False)
+    (verdict,) = engine.evaluate([item("env_secret.py")])
+    assert verdict["status"] == "runtime_error" and "TRITIUM_TEST_SECRET" in verdict["message"]
+
+
+def test_bombs_are_contained_and_the_engine_stays_healthy():
+    before = processes()
+    engine = tritium.Engine(device="cpu", jobs=2, timeout_s=12, static_check=False, memory_gb=1)
+    names = [*BOMBS, "honest_relu.py"]
+    verdicts = {v["candidate_id"]: v for v in engine.evaluate([item(n) for n in names])}
+    for name in BOMBS:
+        assert verdicts[name]["status"] in EXPECTED[name]["status"] + ["timeout"], verdicts[name]["message"]
+    assert verdicts["honest_relu.py"]["status"] == "correct"
+    assert len(verdicts["stdout_flood.py"]["stderr_tail"]) <= 4000
+    (after,) = engine.evaluate([item("honest_relu.py", id="after the bombs")])
+    assert after["status"] == "correct"
+    assert processes() <= before + 8  # the warm runners; nothing the bombs started survives
+
+
+def test_a_batch_of_200_with_20_percent_faults_returns_200_verdicts():
+    faults = ["wrong_kernel.py", "segfault.py", "os_exit.py", "sys_exit.py", "decoy_kernel.py", "infinite_loop.py",
+              "input_mutation.py", "stale_buffer.py"]
+    batch = []
+    for i in range(200):
+        name = faults[i // 5 % len(faults)] if i % 5 == 0 else "honest_relu.py"
+        entry = item(name, TINY_RELU, id=f"{i}:{name}")
+        entry["code"] += f"\n# sample {i}\n"
+        batch.append(entry)
+    engine = tritium.Engine(device="cpu", jobs=2, timeout_s=10, static_check=False)
+    verdicts = engine.evaluate(batch)
+    assert len(verdicts) == 200
+    for entry, verdict in zip(batch, verdicts):
+        name = entry["id"].split(":", 1)[1]
+        assert verdict["candidate_id"] == entry["id"]
+        allowed = ["correct"] if name == "honest_relu.py" else EXPECTED[name]["status"]
+        assert verdict["status"] in allowed, (entry["id"], verdict["message"])
+    (after,) = engine.evaluate([item("honest_relu.py", TINY_RELU, id="after")])
+    assert after["status"] == "correct"
+
+
+def test_every_example_solution_is_correct_with_the_static_check_on():
+    engine = tritium.Engine(device="cpu", jobs=2, timeout_s=120)
+    batch = []
+    for solution in sorted(EXAMPLE_SOLUTIONS.rglob("*.py")):
+        task = EXAMPLE_TASKS / solution.relative_to(EXAMPLE_SOLUTIONS)
+        batch.append({"id": str(solution.relative_to(EXAMPLE_SOLUTIONS)), "task": task.read_text(), "code": solution.read_text()})
+    verdicts = engine.evaluate(batch)
+    assert len(verdicts) == 20
+    bad = {v["candidate_id"]: v["message"] for v in verdicts if v["status"] != "correct"}
+    assert not bad
+
+
+def test_the_cache_serves_a_repeated_candidate(tmp_path):
+    cache = tmp_path / "verdicts.sqlite"
+    first = tritium.Engine(device="cpu", jobs=1, cache=str(cache), static_check=False).evaluate([item("wrong_kernel.py")])
+    second = tritium.Engine(device="cpu", jobs=1, cache=str(cache), static_check=False).evaluate([item("wrong_kernel.py")])
+    assert not first[0]["cache_hit"] and second[0]["cache_hit"]
+    assert second[0]["status"] == first[0]["status"] == "incorrect"
+    assert second[0]["eval_ms"] < first[0]["eval_ms"]
+
+
+def test_unusable_items_and_broken_tasks_get_error_verdicts(runtime_engine):
+    broken = FIXTURES / "broken_tasks" / "raises_in_forward.py"
+    verdicts = runtime_engine.evaluate([
+        {"id": "no code", "task": TINY_RELU.read_text()},
+        {"id": "no task", "code": "x = 1", "task_id": "nowhere"},
+        {"id": "broken task", "task": broken.read_text(), "code": (RUNTIME / "honest_relu.py").read_text()},
+    ])
+    assert [v["status"] for v in verdicts] == ["error", "error", "error"]
+    assert "reference failed" in verdicts[2]["message"]
+
+
+def test_the_static_check_runs_first_when_enabled():
+    engine = tritium.Engine(device="cpu", jobs=1)
+    (verdict,) = engine.evaluate([item("decoy_kernel.py")])
+    assert verdict["status"] == "invalid_functionality"
+    assert any(f["rule"].startswith("func.torch_compute") for f in verdict["findings"])
+    assert verdict["trials"] == 0  # stopped before any execution
+
+
+def test_cli_eval_of_one_candidate():
+    tritium_bin = shutil.which("tritium", path=os.path.dirname(sys.executable)) or shutil.which("tritium")
+    task = EXAMPLE_TASKS / "level1" / "01_relu.py"
+    ok = subprocess.run([tritium_bin, "eval", task, EXAMPLE_SOLUTIONS / "level1" / "01_relu.py", "--json"],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    doc = json.loads(ok.stdout)
+    assert doc["verdicts"][0]["status"] == "correct" and doc["engine"]["device"] == "cpu"
+    wrong = subprocess.run([tritium_bin, "eval", task, RUNTIME / "wrong_kernel.py", "--no-static"], capture_output=True,
+                           text=True)
+    assert wrong.returncode == 1
+    assert "incorrect" in wrong.stdout and "status" in wrong.stdout

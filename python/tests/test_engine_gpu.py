@@ -1,0 +1,62 @@
+"""The engine on a real GPU (scripts/gpu-check.sh runs these on the H200; skipped without CUDA)."""
+
+import json
+
+import pytest
+import torch
+
+import tritium
+from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS, FIXTURES, ROOT
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+RUNTIME = FIXTURES / "runtime"
+EXPECTED = json.loads((RUNTIME / "expected.json").read_text())
+BIG_RELU = RUNTIME / "tasks" / "big_relu.py"
+
+
+def item(name, task=None, **extra):
+    task = task or ROOT / EXPECTED[name]["task"]
+    return {"id": name, "task": task.read_text(), "code": (RUNTIME / name).read_text(), **extra}
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return tritium.Engine(device="cuda", static_check=False, timeout_s=60, memory_gb=4)
+
+
+def test_example_solutions_are_correct_and_timed(engine):
+    batch = [{"id": str(s.relative_to(EXAMPLE_SOLUTIONS)), "task": (EXAMPLE_TASKS / s.relative_to(EXAMPLE_SOLUTIONS)).read_text(),
+              "code": s.read_text()} for s in sorted(EXAMPLE_SOLUTIONS.rglob("*.py"))]
+    verdicts = engine.evaluate(batch)
+    for v in verdicts:
+        assert v["status"] == "correct", (v["candidate_id"], v["message"])
+        assert v["runtime_ms"] > 0 and v["ref_eager_ms"] > 0 and v["speedup_eager"] > 0
+        assert v["runtime_stats"]["n"] >= 20 and 0 < v["coverage"] <= 1
+        assert v["device"] == "cuda"
+
+
+def test_runtime_fixtures_get_their_statuses_on_the_gpu(engine):
+    names = [n for n in EXPECTED if n not in ("fork_bomb.py", "memory_bomb.py", "stdout_flood.py", "infinite_loop.py")]
+    for v in engine.evaluate([item(n) for n in names]):
+        assert v["status"] in EXPECTED[v["candidate_id"]]["status"], (v["candidate_id"], v["message"])
+
+
+def test_a_side_stream_kernel_is_not_timed_faster_than_the_honest_one(engine):
+    honest, side = engine.evaluate([item("honest_relu.py", BIG_RELU), item("side_stream.py", BIG_RELU)])
+    assert honest["status"] == side["status"] == "correct"
+    assert side["runtime_ms"] >= 0.9 * honest["runtime_ms"], (side["runtime_ms"], honest["runtime_ms"])
+
+
+def test_a_background_thread_kernel_is_caught(engine):
+    (verdict,) = engine.evaluate([item("background_thread.py", BIG_RELU)])
+    assert verdict["status"] in ("invalid_functionality", "hack", "incorrect")
+
+
+def test_bombs_are_contained_on_the_gpu_machine():
+    engine = tritium.Engine(device="cuda", static_check=False, timeout_s=15, memory_gb=2, jobs=4)
+    names = ["fork_bomb.py", "memory_bomb.py", "stdout_flood.py", "infinite_loop.py", "honest_relu.py"]
+    verdicts = {v["candidate_id"]: v for v in engine.evaluate([item(n) for n in names])}
+    for name in names[:-1]:
+        assert verdicts[name]["status"] in EXPECTED[name]["status"] + ["timeout"], verdicts[name]["message"]
+    assert verdicts["honest_relu.py"]["status"] == "correct"

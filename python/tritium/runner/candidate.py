@@ -1,0 +1,232 @@
+"""The untrusted side: a candidate's ModelNew on the engine's inputs, inside the sandbox.
+
+Runs in a sandboxed worker (sandbox.py) that never sees the reference model or its outputs: only
+the inputs and the perturbed parameters the engine placed in the candidate's directory. Outputs,
+and the inputs as they were after each call, go to files the engine compares in C++; this side
+only reports what it observed (launches, PyTorch compute, threads, output types, timings).
+"""
+
+import os
+import random
+import threading
+import traceback
+
+import torch
+
+from . import inputs as trial_inputs
+from .monitor import Monitor, install_launch_hook, recording
+from .tasks import load_module
+from .tensorfile import read_tensors, write_tensors
+
+CPU_SHAPED_CALLS = 8  # on the CPU nothing is timed, but the calls a timing loop makes are checked
+INTERPRETER_LIMITS = ("only 0-dimensional arrays can be converted to Python scalars",)
+
+
+class Failure(Exception):
+    def __init__(self, stage: str, message: str, line: int | None = None, **extra):
+        super().__init__(message)
+        self.stage, self.line, self.extra = stage, line, extra
+
+
+def _candidate_line(exc: BaseException, filename: str) -> int | None:
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == filename:
+            line = frame.lineno
+    return line
+
+
+def _classify(exc: BaseException, filename: str, what: str) -> Failure:
+    """compile_error for Triton's compiler, runtime_error otherwise; interpreter limits marked."""
+    text = f"{type(exc).__name__}: {exc}"
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    stage = "compile" if names & {"CompilationError", "CompileTimeAssertionFailure"} else "runtime"
+    limit = any(marker in text for marker in INTERPRETER_LIMITS)
+    return Failure(stage, f"{what}: {text[:2000]}", _candidate_line(exc, filename), interpreter_limit=limit)
+
+
+def _load_inputs(path: str, device: str) -> list:
+    tensors, meta = read_tensors(path)
+    values = meta.get("values", {})
+    out = []
+    for i in range(int(meta.get("count", len(tensors)))):
+        key = f"in{i}"
+        out.append(tensors[key].to(device) if key in tensors else values.get(key))
+    return out
+
+
+def _synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _poison_free_memory(device: str, nbytes: int) -> None:
+    """Fills the caching allocator's free blocks with NaN bytes: an output that is never written
+    (a stale buffer) then reads as NaN instead of whatever an earlier computation left there."""
+    if device.startswith("cuda"):
+        scratch = torch.empty(max(nbytes, 64 << 20), dtype=torch.uint8, device=device)
+        scratch.fill_(0xFF)
+        del scratch
+
+
+def _outputs(out, device: str) -> list[torch.Tensor]:
+    items = list(out) if isinstance(out, (tuple, list)) else [out]
+    for i, item in enumerate(items):
+        if not isinstance(item, torch.Tensor):
+            raise Failure("output", f"output {i} is {type(item).__name__}, not a tensor")
+        if type(item) is not torch.Tensor or item.layout != torch.strided or item.is_nested:
+            raise Failure("hack", f"output {i} is a {type(item).__name__} ({item.layout}); only plain dense "
+                          "torch.Tensor outputs are accepted", rule="runtime.output_not_plain")
+        if item.device.type != torch.device(device).type:
+            raise Failure("output", f"output {i} is on {item.device}, expected {device}")
+    if not items:
+        raise Failure("output", "forward returned no tensor")
+    return items
+
+
+def _params(model: torch.nn.Module, path: str, expected: list[dict]) -> None:
+    """Copies the reference's perturbed parameters in, matched by order and shape."""
+    ours = list(model.parameters())
+    theirs, _ = read_tensors(path)
+    shapes = [tuple(p.shape) for p in ours]
+    wanted = [tuple(e["shape"]) for e in expected]
+    if shapes != wanted:
+        raise Failure("params", f"ModelNew has parameters {shapes}, the reference has {wanted}; they must match by "
+                      "order and shape (register the same nn.Parameters as Model)", rule="eval.param_mismatch")
+    with torch.no_grad():
+        for i, p in enumerate(ours):
+            p.copy_(theirs[f"p{i}"].to(device=p.device, dtype=p.dtype))
+
+
+def _call(model, values: list, device: str, monitor: Monitor, filename: str) -> tuple[list, dict]:
+    threads = threading.active_count()
+    try:
+        with recording(monitor), torch.no_grad():
+            out = model(*values)
+            _synchronize(device)
+    except Failure:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - SystemExit included: sys.exit costs a verdict
+        raise _classify(exc, filename, "forward raised") from None
+    seen = {"launches": list(monitor.launches), "torch_ops": dict(monitor.torch_ops),
+            "threads_left": max(0, threading.active_count() - threads)}
+    return _outputs(out, device), seen
+
+
+def _checked_trials(model, request: dict, monitor: Monitor, filename: str) -> list[dict]:
+    device, directory = request["device"], request["dir"]
+    report = []
+    for trial in request["trials"]:
+        values = _load_inputs(os.path.join(directory, f"trial-{trial['index']}.in.tt"), device)
+        _poison_free_memory(device, int(trial.get("output_bytes", 0)) * 2)
+        getattr(model, trial["mode"])()
+        outputs, seen = _call(model, values, device, monitor, filename)
+        tensors = [(f"out{i}", t) for i, t in enumerate(outputs)]
+        tensors += [(f"in{i}", v) for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
+        write_tensors(os.path.join(directory, f"trial-{trial['index']}.out.tt"), tensors)
+        report.append({"index": trial["index"], "mode": trial["mode"], **seen})
+    return report
+
+
+def _timed_phase(model, request: dict, monitor: Monitor, filename: str) -> dict:
+    """Fresh inputs every call; the spot sets at engine-seeded positions, the last always one."""
+    device, directory = request["device"], request["dir"]
+    spots = [_load_inputs(os.path.join(directory, f"spot-{k}.in.tt"), device) for k in range(request["spots"])]
+    generator = torch.Generator().manual_seed(trial_inputs.trial_seed(request["seed"], 0, "fresh-candidate"))
+    chooser = random.Random(trial_inputs.trial_seed(request["seed"], 0, "spots"))
+
+    def fresh(j):
+        return trial_inputs.fresh_like(spots[j % len(spots)], generator)
+
+    threads_before = threading.active_count()
+    model.eval()
+
+    def call(*values):  # unmonitored: the dispatch mode would slow the timed calls
+        try:
+            with torch.no_grad():
+                return model(*values)
+        except BaseException as exc:  # noqa: BLE001
+            raise _classify(exc, filename, "forward raised during the timed calls") from None
+
+    timing = request.get("timing") or {}
+    if device.startswith("cuda") and timing.get("enabled", True):
+        from .timing import exclusive, kernel_coverage, measure
+
+        with exclusive(timing.get("lock_path")):
+            calls = _planned_calls(measure(call, fresh, device, calls=5))
+            result = measure(call, fresh, device, spot=_spot_map(spots, chooser, calls), calls=calls)
+            coverage = kernel_coverage(call, spots[0], set(request["kernels"]))
+        stats = result["stats"]
+    else:
+        spot_map = _spot_map(spots, chooser, CPU_SHAPED_CALLS)
+        result = {"spot_outputs": {}}
+        for j in range(CPU_SHAPED_CALLS):
+            out = call(*(spot_map[j] if j in spot_map else fresh(j)))
+            if j in spot_map:
+                result["spot_outputs"][j] = out
+        stats, coverage = None, None
+    tensors = []
+    for k, j in enumerate(sorted(result["spot_outputs"])):
+        outputs = _outputs(result["spot_outputs"][j], device)
+        tensors += [(f"s{k}.out{i}", t) for i, t in enumerate(outputs)]
+    write_tensors(os.path.join(directory, "spots.out.tt"), tensors)
+    return {"stats": stats, "spot_positions": sorted(result["spot_outputs"]), "coverage": coverage,
+            "threads_left": max(0, threading.active_count() - threads_before)}
+
+
+def _planned_calls(probe: dict) -> int:
+    from .timing import MAX_CALLS, MIN_CALLS, TARGET_TIMED_MS
+
+    return int(min(MAX_CALLS, max(MIN_CALLS, TARGET_TIMED_MS / max(probe["stats"]["min_ms"], 1e-3))))
+
+
+def _spot_map(spots: list, chooser: random.Random, calls: int) -> dict[int, list]:
+    """Spot set k at a random position; the last spot set at the last call."""
+    positions = chooser.sample(range(calls - 1), len(spots) - 1) + [calls - 1]
+    return {pos: spots[k] for k, pos in enumerate(sorted(positions))}
+
+
+def warm_up() -> None:
+    """Imports, in the runner before it forks, what the first checked call would import lazily in
+    every worker (a dispatch mode pulls in torch._dynamo: seconds)."""
+    import torch._dynamo  # noqa: F401
+
+    with recording(Monitor("<warm-up>")):
+        torch.empty_like(torch.empty(4)).copy_(torch.zeros(4))
+
+
+def evaluate(request: dict) -> dict:
+    """Loads the candidate, runs the checked trials and the timed phase; reports what it saw."""
+    filename = request["filename"]
+    device = request.get("device", "cpu")
+    answer = {"ok": False, "sandbox": request.get("sandbox_report"), "trials": []}
+    monitor = Monitor(filename)
+    try:
+        if device.startswith("cuda"):
+            torch.cuda.set_device(torch.device(device))
+        install_launch_hook(monitor)
+        try:
+            with open(filename, encoding="utf-8") as f:
+                module = load_module(f.read(), filename, name="tritium_candidate")
+        except Exception as exc:  # noqa: BLE001
+            raise Failure("load", str(exc), getattr(exc, "line", None)) from None
+        model_cls = getattr(module, "ModelNew", None)
+        if not isinstance(model_cls, type):
+            raise Failure("load", "the candidate defines no class ModelNew")
+        kernels = sorted({name for name, v in vars(module).items() if hasattr(v, "fn") and hasattr(v, "run")})
+        torch.manual_seed(int(request.get("seed", 0)))
+        try:
+            model = model_cls(*request.get("init_inputs", [])).to(device)
+        except BaseException as exc:  # noqa: BLE001
+            raise _classify(exc, filename, "ModelNew(*get_init_inputs()) raised") from None
+        _params(model, os.path.join(request["dir"], "params.tt"), request.get("params", []))
+        answer["kernels"] = kernels
+        answer["trials"] = _checked_trials(model, request, monitor, filename)
+        request["kernels"] = kernels
+        answer["timed"] = _timed_phase(model, request, monitor, filename)
+        answer["ok"] = True
+    except Failure as failure:
+        answer.update(stage=failure.stage, error=str(failure), **failure.extra)
+        if failure.line:
+            answer["line"] = failure.line
+    return answer

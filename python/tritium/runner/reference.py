@@ -1,0 +1,241 @@
+"""The trusted side: a task's reference outputs, written to files the engine compares against.
+
+Runs only task code, never a candidate's. For one (task, seed) it writes into `dir`:
+  params.tt          the model's parameters, perturbed away from their initial values
+  trial-I.in.tt      inputs of checked trial I       trial-I.ref.tt   the reference outputs
+  spot-K.in.tt       inputs of timing spot check K   spot-K.ref.tt    the reference outputs
+and, on a GPU, times the eager and the torch.compile reference by the same protocol as candidates.
+"""
+
+import copy
+import os
+import time
+
+import torch
+
+from . import inputs as trial_inputs
+from .tasks import TaskFailure, _flatten_outputs, _require, _stage, load_module
+from .tensorfile import write_tensors
+
+SPOT_SETS = 3
+
+
+def _perturb(model: torch.nn.Module, seed: int) -> None:
+    """Moves every floating parameter by noise of half its RMS (0.1 for all-zero ones), so that a
+    kernel that skips a bias or an affine scale (identities at initialisation) is caught."""
+    generator = torch.Generator().manual_seed(trial_inputs.trial_seed(seed, 0, "params"))
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.is_floating_point() and p.numel():
+                rms = p.detach().float().pow(2).mean().sqrt().item()
+                noise = torch.randn(p.shape, generator=generator) * (0.5 * rms if rms > 0 else 0.1)
+                p.add_(noise.to(device=p.device, dtype=p.dtype))
+
+
+def _jsonable(value) -> bool:
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_jsonable(v) for v in value)
+    return False
+
+
+def _split(values: list) -> tuple[list, dict]:
+    """Tensors by position ("in0", ...) and the other inputs as JSON values."""
+    tensors, others = [], {}
+    for i, v in enumerate(values):
+        if isinstance(v, torch.Tensor):
+            tensors.append((f"in{i}", v))
+        elif _jsonable(v):
+            others[f"in{i}"] = v
+        else:
+            raise TaskFailure("inputs", f"input {i} is {type(v).__name__}; inputs must be tensors or JSON values")
+    return tensors, {"count": len(values), "values": others}
+
+
+def _describe(tensors) -> list[dict]:
+    return [{"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for t in tensors]
+
+
+def _forward(model, values: list, mode: str, device: str) -> list[torch.Tensor]:
+    getattr(model, mode)()
+    with torch.no_grad():
+        out = model(*[v.to(device) if isinstance(v, torch.Tensor) else v for v in values])
+    return [t.detach() for t in _flatten_outputs(out)]
+
+
+def _finite(outputs) -> bool:
+    return all(bool(torch.isfinite(t).all()) for t in outputs if t.is_floating_point())
+
+
+def degenerate(outputs: list[torch.Tensor], values: list, atol: float) -> list[str]:
+    """Why a `torch.zeros`-like or identity answer could pass this trial, if it could."""
+    found = []
+    for i, out in enumerate(outputs):
+        if out.numel() == 0:
+            continue
+        flat = out.float()
+        if out.numel() > 1 and bool((flat == flat.reshape(-1)[0]).all()):
+            found.append(f"output {i} is constant")
+        elif flat.abs().max().item() < atol:
+            found.append(f"output {i} is below the tolerance in magnitude (max |x| < {atol:g})")
+        for j, x in enumerate(values):
+            if isinstance(x, torch.Tensor) and x.shape == out.shape and x.dtype == out.dtype:
+                if torch.equal(x.to(out.device), out):
+                    found.append(f"output {i} equals input {j}")
+    return found
+
+
+def _well_conditioned(model64, values: list, outputs: list, mode: str, device: str, atol: float) -> bool:
+    """Whether the task's own dtype meets the tolerance on these inputs: its outputs must agree with
+    a float64 evaluation of the same model. A wide-range input to a long reduction can cancel
+    terms far above the tolerance, and then no honest kernel could pass the trial."""
+    if model64 is None:
+        return True
+    try:
+        values64 = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
+        exact = _forward(model64, values64, mode, device)
+    except Exception:  # noqa: BLE001 - a model without float64 support: nothing to compare with
+        return True
+    return all(torch.allclose(a.double(), b.double(), atol=atol, rtol=atol, equal_nan=True)
+               for a, b in zip(outputs, exact) if a.is_floating_point())
+
+
+def _float64_twin(model):
+    try:
+        return copy.deepcopy(model).double()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _trial(module, model, get_inputs, spec: dict, seed: int, device: str, variant=None, model64=None,
+           atol: float = 1e-4) -> tuple:
+    """Inputs and reference outputs of one trial, falling back to a distribution the task accepts:
+    finite outputs, and (with a float64 twin) outputs its own dtype computes within tolerance."""
+    for distribution in trial_inputs.fallbacks(spec["distribution"]):
+        s = trial_inputs.trial_seed(seed, spec["index"])
+        if variant:
+            name, value = variant
+            saved = getattr(module, name)
+            setattr(module, name, value)
+            try:
+                values = trial_inputs.draw(get_inputs, s, distribution)
+            finally:
+                setattr(module, name, saved)
+        else:
+            values = trial_inputs.draw(get_inputs, s, distribution)
+        outputs = _forward(model, values, spec["mode"], device)
+        if distribution == "task" or (
+                _finite(outputs) and _well_conditioned(model64, values, outputs, spec["mode"], device, atol)):
+            return values, outputs, distribution
+    raise AssertionError("unreachable: the task distribution always returns")
+
+
+def lint(module, model, get_inputs, device: str, seed: int, atol: float = 1e-4) -> list[str]:
+    """Degenerate-task warnings under each of the engine's input distributions, in eval mode."""
+    warnings = []
+    for i, distribution in enumerate(trial_inputs.DISTRIBUTIONS):
+        spec = {"index": i, "distribution": distribution, "mode": "eval"}
+        values, outputs, used = _trial(module, model, get_inputs, spec, seed, device)
+        warnings += [f"{w} ({used} inputs)" for w in degenerate(outputs, values, atol)]
+    return sorted(set(warnings))
+
+
+def _write_pair(directory: str, stem: str, values: list, outputs: list) -> None:
+    tensors, meta = _split(values)
+    write_tensors(os.path.join(directory, f"{stem}.in.tt"), tensors, meta)
+    write_tensors(os.path.join(directory, f"{stem}.ref.tt"), [(f"out{i}", t) for i, t in enumerate(outputs)])
+
+
+def _time_references(model, spots: list[list], device: str, lock_path: str | None, seed: int) -> dict:
+    from .timing import exclusive, measure
+
+    base = [[v.to(device) if isinstance(v, torch.Tensor) else v for v in s] for s in spots]
+    generator = torch.Generator().manual_seed(trial_inputs.trial_seed(seed, 0, "fresh"))
+
+    def fresh(j):
+        return trial_inputs.fresh_like(base[j % len(base)], generator)
+
+    model.eval()
+    result = {"eager": None, "compile": None, "compile_error": None}
+    with torch.no_grad():
+        with exclusive(lock_path):
+            result["eager"] = measure(model, fresh, device)["stats"]
+        try:
+            compiled = torch.compile(model)
+            compiled(*base[0])  # compiles outside the lock: it is CPU work
+            with exclusive(lock_path):
+                result["compile"] = measure(compiled, fresh, device)["stats"]
+        except Exception as exc:  # noqa: BLE001 - torch.compile may fail on a valid task
+            result["compile_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    return result
+
+
+def reference(request: dict) -> dict:
+    """Builds the reference model, perturbs it, and writes every trial's inputs and outputs."""
+    filename = request.get("filename") or request.get("id", "<task>")
+    device = request.get("device", "cpu")
+    directory = request["dir"]
+    seed = int(request.get("seed", 0))
+    os.makedirs(directory, exist_ok=True)
+    try:
+        if device.startswith("cuda"):
+            torch.cuda.set_device(torch.device(device))
+        # The reference in true float32: TF32 convolutions (PyTorch's default) differ by ~1e-3.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        module = load_module(request["source"], filename)
+        model_cls = _require(module, "Model", "class Model")
+        get_inputs = _require(module, "get_inputs", "get_inputs()")
+        get_init_inputs = _require(module, "get_init_inputs", "get_init_inputs()")
+        init_inputs = list(_stage("init", "get_init_inputs() raised", filename, get_init_inputs))
+        if not _jsonable(init_inputs):
+            raise TaskFailure("init", "get_init_inputs() must return JSON-like values (numbers, strings, lists)")
+        torch.manual_seed(seed)
+        model = _stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs))
+        _perturb(model, seed)
+        model = model.to(device)
+        params = [p.detach() for p in model.parameters()]
+        write_tensors(os.path.join(directory, "params.tt"), [(f"p{i}", p) for i, p in enumerate(params)])
+
+        trials, warnings = [], []
+        plan = trial_inputs.plan(int(request.get("trials", 5)))
+        variant = trial_inputs.batch_variant(module)
+        if variant:
+            plan.append({"index": len(plan), "distribution": "normal", "mode": "eval", "variant": variant})
+        atol = float(request.get("atol", 1e-4))
+        model64 = _float64_twin(model)
+        for spec in plan:
+            try:
+                values, outputs, used = _stage(
+                    "forward", "forward raised", filename, _trial, module, model, get_inputs, spec, seed, device,
+                    spec.get("variant"), model64, atol)
+            except TaskFailure:
+                if spec.get("variant"):  # the task does not scale with its batch size: no variant
+                    continue
+                raise
+            _write_pair(directory, f"trial-{spec['index']}", values, outputs)
+            warnings += [f"{w} ({used} inputs)" for w in degenerate(outputs, values, atol)]
+            trials.append({"index": spec["index"], "mode": spec["mode"], "distribution": used,
+                           "variant": f"{spec['variant'][0]}={spec['variant'][1]}" if spec.get("variant") else None,
+                           "inputs": _describe(v for v in values if isinstance(v, torch.Tensor)),
+                           "outputs": _describe(outputs)})
+
+        spots = []
+        for k in range(SPOT_SETS):
+            spec = {"index": 1000 + k, "distribution": "task", "mode": "eval"}
+            values, outputs, _ = _stage("forward", "forward raised", filename, _trial, module, model, get_inputs,
+                                        spec, seed, device)
+            _write_pair(directory, f"spot-{k}", values, outputs)
+            spots.append(values)
+
+        answer = {"ok": True, "init_inputs": init_inputs, "params": _describe(params), "trials": trials,
+                  "spots": SPOT_SETS, "warnings": sorted(set(warnings)), "timing": None}
+        if request.get("time") and device.startswith("cuda"):
+            start = time.perf_counter()
+            answer["timing"] = _time_references(model, spots, device, request.get("lock_path"), seed)
+            answer["timing"]["seconds"] = time.perf_counter() - start
+            answer["device_name"] = torch.cuda.get_device_name()
+        return answer
+    except TaskFailure as failure:
+        return {"ok": False, "stage": failure.stage, "error": str(failure), **({"line": failure.line} if failure.line else {})}
