@@ -159,7 +159,7 @@ def run_in_worker(handler, request: dict, timeout_s: float | None = None) -> dic
             result = {
                 "ok": False,
                 "stage": "crash",
-                "error": f"the task's process died without an answer ({_describe_status(status)})",
+                "error": f"the worker process died without an answer ({_describe_status(status)})",
             }
     result["output_tail"] = collector.tail.decode("utf-8", errors="replace")
     return result
