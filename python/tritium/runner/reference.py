@@ -14,7 +14,7 @@ import time
 import torch
 
 from . import inputs as trial_inputs
-from .tasks import TaskFailure, _flatten_outputs, _require, _stage, load_module
+from .tasks import TaskFailure, describe, flatten_outputs, load_module, require, run_stage
 from .tensorfile import write_tensors
 
 SPOT_SETS = 3
@@ -53,15 +53,11 @@ def _split(values: list) -> tuple[list, dict]:
     return tensors, {"count": len(values), "values": others}
 
 
-def _describe(tensors) -> list[dict]:
-    return [{"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for t in tensors]
-
-
 def _forward(model, values: list, mode: str, device: str) -> list[torch.Tensor]:
     getattr(model, mode)()
     with torch.no_grad():
         out = model(*[v.to(device) if isinstance(v, torch.Tensor) else v for v in values])
-    return [t.detach() for t in _flatten_outputs(out)]
+    return [t.detach() for t in flatten_outputs(out)]
 
 
 def _finite(outputs) -> bool:
@@ -185,14 +181,14 @@ def reference(request: dict) -> dict:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         module = load_module(request["source"], filename)
-        model_cls = _require(module, "Model", "class Model")
-        get_inputs = _require(module, "get_inputs", "get_inputs()")
-        get_init_inputs = _require(module, "get_init_inputs", "get_init_inputs()")
-        init_inputs = list(_stage("init", "get_init_inputs() raised", filename, get_init_inputs))
+        model_cls = require(module, "Model", "class Model")
+        get_inputs = require(module, "get_inputs", "get_inputs()")
+        get_init_inputs = require(module, "get_init_inputs", "get_init_inputs()")
+        init_inputs = list(run_stage("init", "get_init_inputs() raised", filename, get_init_inputs))
         if not _jsonable(init_inputs):
             raise TaskFailure("init", "get_init_inputs() must return JSON-like values (numbers, strings, lists)")
         torch.manual_seed(seed)
-        model = _stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs))
+        model = run_stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs))
         _perturb(model, seed)
         model = model.to(device)
         params = [p.detach() for p in model.parameters()]
@@ -207,7 +203,7 @@ def reference(request: dict) -> dict:
         model64 = _float64_twin(model)
         for spec in plan:
             try:
-                values, outputs, used = _stage(
+                values, outputs, used = run_stage(
                     "forward", "forward raised", filename, _trial, module, model, get_inputs, spec, seed, device,
                     spec.get("variant"), model64, atol)
             except TaskFailure:
@@ -218,18 +214,18 @@ def reference(request: dict) -> dict:
             warnings += [f"{w} ({used} inputs)" for w in degenerate(outputs, values, atol)]
             trials.append({"index": spec["index"], "mode": spec["mode"], "distribution": used,
                            "variant": f"{spec['variant'][0]}={spec['variant'][1]}" if spec.get("variant") else None,
-                           "inputs": _describe(v for v in values if isinstance(v, torch.Tensor)),
-                           "outputs": _describe(outputs)})
+                           "inputs": describe(v for v in values if isinstance(v, torch.Tensor)),
+                           "outputs": describe(outputs)})
 
         spots = []
         for k in range(SPOT_SETS):
             spec = {"index": 1000 + k, "distribution": "task", "mode": "eval"}
-            values, outputs, _ = _stage("forward", "forward raised", filename, _trial, module, model, get_inputs,
+            values, outputs, _ = run_stage("forward", "forward raised", filename, _trial, module, model, get_inputs,
                                         spec, seed, device)
             _write_pair(directory, f"spot-{k}", values, outputs)
             spots.append(values)
 
-        answer = {"ok": True, "init_inputs": init_inputs, "params": _describe(params), "trials": trials,
+        answer = {"ok": True, "init_inputs": init_inputs, "params": describe(params), "trials": trials,
                   "spots": SPOT_SETS, "warnings": sorted(set(warnings)), "timing": None}
         if request.get("time") and device.startswith("cuda"):
             start = time.perf_counter()

@@ -52,7 +52,7 @@ def load_module(source: str, filename: str, name: str = "tritium_task") -> types
     return module
 
 
-def _require(module: types.ModuleType, name: str, what: str):
+def require(module: types.ModuleType, name: str, what: str):
     value = getattr(module, name, None)
     if not callable(value):
         raise TaskFailure("load", f"missing {what}; a KernelBench task defines Model, get_inputs() and get_init_inputs()")
@@ -63,11 +63,11 @@ def _to_device(values, device: str):
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
 
-def _describe(tensors) -> list[dict]:
+def describe(tensors) -> list[dict]:
     return [{"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for t in tensors]
 
 
-def _flatten_outputs(out) -> list[torch.Tensor]:
+def flatten_outputs(out) -> list[torch.Tensor]:
     items = list(out) if isinstance(out, (tuple, list)) else [out]
     for i, item in enumerate(items):
         if not isinstance(item, torch.Tensor):
@@ -96,7 +96,7 @@ def _timed_forward(model, inputs, device: str) -> tuple[object, float]:
     return out, statistics.median(times)
 
 
-def _stage(stage: str, what: str, filename: str, fn, *args):
+def run_stage(stage: str, what: str, filename: str, fn, *args):
     try:
         return fn(*args)
     except TaskFailure:
@@ -112,33 +112,33 @@ def check_task(request: dict) -> dict:
     torch.manual_seed(int(request.get("seed", 0)))
     try:
         module = load_module(request["source"], filename)
-        model_cls = _require(module, "Model", "class Model")
-        get_inputs = _require(module, "get_inputs", "get_inputs()")
-        get_init_inputs = _require(module, "get_init_inputs", "get_init_inputs()")
+        model_cls = require(module, "Model", "class Model")
+        get_inputs = require(module, "get_inputs", "get_inputs()")
+        get_init_inputs = require(module, "get_init_inputs", "get_init_inputs()")
 
         start = time.perf_counter()
-        init_inputs = _stage("init", "get_init_inputs() raised", filename, get_init_inputs)
-        model = _stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs).to(device))
+        init_inputs = run_stage("init", "get_init_inputs() raised", filename, get_init_inputs)
+        model = run_stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs).to(device))
         init_ms = (time.perf_counter() - start) * 1e3
 
-        inputs = _stage("inputs", "get_inputs() raised", filename, get_inputs)
+        inputs = run_stage("inputs", "get_inputs() raised", filename, get_inputs)
         if not isinstance(inputs, (list, tuple)):
             raise TaskFailure("inputs", f"get_inputs() returned {type(inputs).__name__}; expected a list of inputs")
         inputs = _to_device(inputs, device)
 
         with torch.no_grad():
-            out, forward_ms = _stage("forward", "forward raised", filename, _timed_forward, model, inputs, device)
-        outputs = _flatten_outputs(out)
+            out, forward_ms = run_stage("forward", "forward raised", filename, _timed_forward, model, inputs, device)
+        outputs = flatten_outputs(out)
         from .reference import lint
 
-        warnings = _stage("forward", "forward raised", filename, lint, module, model, get_inputs, device,
+        warnings = run_stage("forward", "forward raised", filename, lint, module, model, get_inputs, device,
                           int(request.get("seed", 0)))
     except TaskFailure as failure:
         return {"ok": False, "stage": failure.stage, "error": str(failure), **({"line": failure.line} if failure.line else {})}
     return {
         "ok": True,
-        "inputs": _describe([x for x in inputs if isinstance(x, torch.Tensor)]),
-        "outputs": _describe(outputs),
+        "inputs": describe([x for x in inputs if isinstance(x, torch.Tensor)]),
+        "outputs": describe(outputs),
         "init_ms": init_ms,
         "forward_ms": forward_ms,
         "warnings": warnings,
