@@ -410,7 +410,7 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   }
   const bool gpu = impl->device == "cuda";
   for (int k = 0; k < std::max(1, impl->gpus); ++k) {  // the timing locks, readable by sandboxed uids
-    const auto lock = impl->work / fmt::format("gpu-{}.lock", k);
+    const auto lock = impl->lock_path(fmt::format("cuda:{}", k));
     std::ofstream{lock};
     chmod(lock.c_str(), 0644);
   }

@@ -9,13 +9,12 @@ only reports what it observed (launches, PyTorch compute, threads, output types,
 import os
 import random
 import threading
-import traceback
 
 import torch
 
 from . import inputs as trial_inputs
 from .monitor import Monitor, install_launch_hook, recording
-from .tasks import load_module
+from .tasks import load_module, source_line, synchronize
 from .tensorfile import read_tensors, write_tensors
 
 CPU_SHAPED_CALLS = 8  # on the CPU nothing is timed, but the calls a timing loop makes are checked
@@ -28,21 +27,13 @@ class Failure(Exception):
         self.stage, self.line, self.extra = stage, line, extra
 
 
-def _candidate_line(exc: BaseException, filename: str) -> int | None:
-    line = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename == filename:
-            line = frame.lineno
-    return line
-
-
 def _classify(exc: BaseException, filename: str, what: str) -> Failure:
     """compile_error for Triton's compiler, runtime_error otherwise; interpreter limits marked."""
     text = f"{type(exc).__name__}: {exc}"
     names = {cls.__name__ for cls in type(exc).__mro__}
     stage = "compile" if names & {"CompilationError", "CompileTimeAssertionFailure"} else "runtime"
     limit = any(marker in text for marker in INTERPRETER_LIMITS)
-    return Failure(stage, f"{what}: {text[:2000]}", _candidate_line(exc, filename), interpreter_limit=limit)
+    return Failure(stage, f"{what}: {text[:2000]}", source_line(exc, filename), interpreter_limit=limit)
 
 
 def _load_inputs(path: str, device: str) -> list:
@@ -53,11 +44,6 @@ def _load_inputs(path: str, device: str) -> list:
         key = f"in{i}"
         out.append(tensors[key].to(device) if key in tensors else values.get(key))
     return out
-
-
-def _synchronize(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 def _poison_free_memory(device: str, nbytes: int) -> None:
@@ -103,7 +89,7 @@ def _call(model, values: list, device: str, monitor: Monitor, filename: str) -> 
     try:
         with recording(monitor), torch.no_grad():
             out = model(*values)
-            _synchronize(device)
+            synchronize(device)
     except Failure:
         raise
     except BaseException as exc:  # noqa: BLE001 - SystemExit included: sys.exit costs a verdict
@@ -150,10 +136,10 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str) -> dict:
 
     timing = request.get("timing") or {}
     if device.startswith("cuda") and timing.get("enabled", True):
-        from .timing import exclusive, kernel_coverage, measure
+        from .timing import exclusive, kernel_coverage, measure, planned_calls
 
         with exclusive(timing.get("lock_path")):
-            calls = _planned_calls(measure(call, fresh, device, calls=5))
+            calls = planned_calls(measure(call, fresh, device, calls=5)["stats"]["min_ms"])
             result = measure(call, fresh, device, spot=_spot_map(spots, chooser, calls), calls=calls)
             coverage = kernel_coverage(call, spots[0], set(request["kernels"]))
         stats = result["stats"]
@@ -172,12 +158,6 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str) -> dict:
     write_tensors(os.path.join(directory, "spots.out.tt"), tensors)
     return {"stats": stats, "spot_positions": sorted(result["spot_outputs"]), "coverage": coverage,
             "threads_left": max(0, threading.active_count() - threads_before)}
-
-
-def _planned_calls(probe: dict) -> int:
-    from .timing import MAX_CALLS, MIN_CALLS, TARGET_TIMED_MS
-
-    return int(min(MAX_CALLS, max(MIN_CALLS, TARGET_TIMED_MS / max(probe["stats"]["min_ms"], 1e-3))))
 
 
 def _spot_map(spots: list, chooser: random.Random, calls: int) -> dict[int, list]:

@@ -19,7 +19,7 @@ class TaskFailure(Exception):
         self.line = line
 
 
-def _task_line(exc: BaseException, filename: str) -> int | None:
+def source_line(exc: BaseException, filename: str) -> int | None:
     """The innermost line of the task file in the exception's traceback."""
     if isinstance(exc, SyntaxError) and exc.filename == filename:
         return exc.lineno
@@ -34,7 +34,7 @@ def _fail(stage: str, what: str, exc: BaseException, filename: str) -> TaskFailu
     message = f"{what}: {type(exc).__name__}: {exc}".rstrip(": ")
     if isinstance(exc, SyntaxError):
         message = f"{what}: SyntaxError: {exc.msg}"
-    return TaskFailure(stage, message, _task_line(exc, filename))
+    return TaskFailure(stage, message, source_line(exc, filename))
 
 
 def load_module(source: str, filename: str, name: str = "tritium_task") -> types.ModuleType:
@@ -78,7 +78,7 @@ def flatten_outputs(out) -> list[torch.Tensor]:
     return items
 
 
-def _synchronize(device: str) -> None:
+def synchronize(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
 
@@ -86,12 +86,12 @@ def _synchronize(device: str) -> None:
 def _timed_forward(model, inputs, device: str) -> tuple[object, float]:
     """One warm-up call, then the median of TIMED_RUNS calls, in milliseconds."""
     out = model(*inputs)
-    _synchronize(device)
+    synchronize(device)
     times = []
     for _ in range(TIMED_RUNS):
         start = time.perf_counter()
         model(*inputs)
-        _synchronize(device)
+        synchronize(device)
         times.append((time.perf_counter() - start) * 1e3)
     return out, statistics.median(times)
 

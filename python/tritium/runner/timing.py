@@ -63,6 +63,11 @@ def stats(times: list[float]) -> dict:
     }
 
 
+def planned_calls(ms_per_call: float) -> int:
+    """Timed calls for about TARGET_TIMED_MS of work, within [MIN_CALLS, MAX_CALLS]."""
+    return int(min(MAX_CALLS, max(MIN_CALLS, TARGET_TIMED_MS / max(ms_per_call, 1e-3))))
+
+
 def measure(fn, fresh_inputs, device: str, spot: dict[int, list] | None = None, calls: int | None = None) -> dict:
     """Times `fn` on fresh inputs (fresh_inputs(j) gives call j's); `spot` maps call positions to
     input sets whose outputs are returned under "spot_outputs" as {position: output}."""
@@ -72,7 +77,7 @@ def measure(fn, fresh_inputs, device: str, spot: dict[int, list] | None = None, 
     for j in range(WARMUP_CALLS):
         estimate.append(timer.call(fn, fresh_inputs(-1 - j))[1])
     if calls is None:
-        calls = int(min(MAX_CALLS, max(MIN_CALLS, TARGET_TIMED_MS / max(min(estimate), 1e-3))))
+        calls = planned_calls(min(estimate))
     times, spot_outputs = [], {}
     for j in range(calls):
         inputs = spot[j] if j in spot else fresh_inputs(j)
