@@ -52,7 +52,7 @@ def example_batch(copies: int, wrong: int) -> list[dict]:
 def repeatability(args) -> dict:
     results = {name: [] for name in gpu_sized_tasks()}
     for run in range(args.runs):
-        engine = tritium.Engine(device="cuda", jobs=2, seed=1000 + run)
+        engine = tritium.Engine(device="cuda", jobs=4, seed=1000 + run)
         batch = [{"id": name, "task": task, "code": code} for name, (task, code) in gpu_sized_tasks().items()]
         for verdict in engine.evaluate(batch):
             assert verdict["status"] == "correct", verdict["message"]

@@ -46,6 +46,7 @@ def test_a_side_stream_kernel_is_not_timed_faster_than_the_honest_one(engine):
     honest, side = engine.evaluate([item("honest_relu.py", BIG_RELU), item("side_stream.py", BIG_RELU)])
     assert honest["status"] == side["status"] == "correct"
     assert side["runtime_ms"] >= 0.9 * honest["runtime_ms"], (side["runtime_ms"], honest["runtime_ms"])
+    assert honest["runtime_stats"]["timed_to"] == "stream" and side["runtime_stats"]["timed_to"] == "device"
 
 
 def test_a_background_thread_kernel_is_caught(engine):

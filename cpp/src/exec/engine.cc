@@ -4,7 +4,8 @@
 // and cached. Layout of the work directory:
 //   refs/<task>/     reference files (hidden from candidates by the sandbox)
 //   jobs/<n>/        one candidate's private directory: its code, linked inputs, its outputs
-//   gpu-<k>.lock     the timing lock of GPU k (flock: one timed workload per GPU)
+//   gpu-<k>.lock     GPU k's lock (flock: timing exclusive, other GPU work shared; timing.py)
+//   gpu-<k>.lock.gate  its gate, which keeps a waiting timer from being starved
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -409,10 +410,12 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     if (info.kind == exec::Reply::Kind::ok) impl->device_info = info.body;
   }
   const bool gpu = impl->device == "cuda";
-  for (int k = 0; k < std::max(1, impl->gpus); ++k) {  // the timing locks, readable by sandboxed uids
+  for (int k = 0; k < std::max(1, impl->gpus); ++k) {  // the GPU locks, readable by sandboxed uids
     const auto lock = impl->lock_path(fmt::format("cuda:{}", k));
-    std::ofstream{lock};
-    chmod(lock.c_str(), 0644);
+    for (const auto& file : {lock, fs::path(lock.string() + ".gate")}) {
+      std::ofstream{file};
+      chmod(file.c_str(), 0644);
+    }
   }
   if (options.jobs <= 0) options.jobs = default_jobs(gpu);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -196,6 +196,8 @@ void fill_timing(const Json& timed, const Reference& ref, Verdict& v) {
   }
   v.runtime_stats = stats;
   v.runtime_ms = number(stats, "median_ms");
+  if (stats.value("timed_to", std::string()) == "device")
+    v.timing_note = "work outside the calling stream: timed to the device's end, less the host round trip";
   const Json timing = ref.body.value("timing", Json());
   if (timing.is_object()) {
     v.ref_eager_ms = number(timing.value("eager", Json()), "median_ms");

@@ -16,6 +16,7 @@ from . import inputs as trial_inputs
 from .monitor import Monitor, install_launch_hook, recording
 from .tasks import load_module, source_line, synchronize
 from .tensorfile import read_tensors, write_tensors
+from .timing import GpuLock
 
 CPU_SHAPED_CALLS = 8  # on the CPU nothing is timed, but the calls a timing loop makes are checked
 INTERPRETER_LIMITS = ("only 0-dimensional arrays can be converted to Python scalars",)
@@ -114,15 +115,12 @@ def _checked_trials(model, request: dict, monitor: Monitor, filename: str) -> li
     return report
 
 
-def _timed_phase(model, request: dict, monitor: Monitor, filename: str) -> dict:
+def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: GpuLock) -> dict:
     """Fresh inputs every call; the spot sets at engine-seeded positions, the last always one."""
     device, directory = request["device"], request["dir"]
     spots = [_load_inputs(os.path.join(directory, f"spot-{k}.in.tt"), device) for k in range(request["spots"])]
-    generator = torch.Generator().manual_seed(trial_inputs.trial_seed(request["seed"], 0, "fresh-candidate"))
+    fresh = trial_inputs.fresh_source(spots, request["seed"], "fresh-candidate", device)
     chooser = random.Random(trial_inputs.trial_seed(request["seed"], 0, "spots"))
-
-    def fresh(j):
-        return trial_inputs.fresh_like(spots[j % len(spots)], generator)
 
     threads_before = threading.active_count()
     model.eval()
@@ -136,9 +134,9 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str) -> dict:
 
     timing = request.get("timing") or {}
     if device.startswith("cuda") and timing.get("enabled", True):
-        from .timing import exclusive, kernel_coverage, measure, planned_calls
+        from .timing import kernel_coverage, measure, planned_calls
 
-        with exclusive(timing.get("lock_path")):
+        with gpu.exclusive():
             calls = planned_calls(measure(call, fresh, device, calls=5)["stats"]["min_ms"])
             result = measure(call, fresh, device, spot=_spot_map(spots, chooser, calls), calls=calls)
             coverage = kernel_coverage(call, spots[0], set(request["kernels"]))
@@ -181,32 +179,39 @@ def evaluate(request: dict) -> dict:
     device = request.get("device", "cpu")
     answer = {"ok": False, "sandbox": request.get("sandbox_report"), "trials": []}
     monitor = Monitor(filename)
+    gpu = GpuLock((request.get("timing") or {}).get("lock_path") if device.startswith("cuda") else None)
     try:
-        if device.startswith("cuda"):
-            torch.cuda.set_device(torch.device(device))
-        install_launch_hook(monitor)
-        try:
-            with open(filename, encoding="utf-8") as f:
-                module = load_module(f.read(), filename, name="tritium_candidate")
-        except Exception as exc:  # noqa: BLE001
-            raise Failure("load", str(exc), getattr(exc, "line", None)) from None
-        model_cls = getattr(module, "ModelNew", None)
-        if not isinstance(model_cls, type):
-            raise Failure("load", "the candidate defines no class ModelNew")
-        kernels = sorted({name for name, v in vars(module).items() if hasattr(v, "fn") and hasattr(v, "run")})
-        torch.manual_seed(int(request.get("seed", 0)))
-        try:
-            model = model_cls(*request.get("init_inputs", [])).to(device)
-        except BaseException as exc:  # noqa: BLE001
-            raise _classify(exc, filename, "ModelNew(*get_init_inputs()) raised") from None
-        _params(model, os.path.join(request["dir"], "params.tt"), request.get("params", []))
-        answer["kernels"] = kernels
-        answer["trials"] = _checked_trials(model, request, monitor, filename)
-        request["kernels"] = kernels
-        answer["timed"] = _timed_phase(model, request, monitor, filename)
-        answer["ok"] = True
+        with gpu.shared():
+            _evaluate(request, filename, device, monitor, gpu, answer)
     except Failure as failure:
         answer.update(stage=failure.stage, error=str(failure), **failure.extra)
         if failure.line:
             answer["line"] = failure.line
     return answer
+
+
+def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: GpuLock, answer: dict) -> None:
+    """evaluate()'s steps; on the GPU they hold its lock shared, the timed phase exclusively."""
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))
+    install_launch_hook(monitor)
+    try:
+        with open(filename, encoding="utf-8") as f:
+            module = load_module(f.read(), filename, name="tritium_candidate")
+    except Exception as exc:  # noqa: BLE001
+        raise Failure("load", str(exc), getattr(exc, "line", None)) from None
+    model_cls = getattr(module, "ModelNew", None)
+    if not isinstance(model_cls, type):
+        raise Failure("load", "the candidate defines no class ModelNew")
+    kernels = sorted({name for name, v in vars(module).items() if hasattr(v, "fn") and hasattr(v, "run")})
+    torch.manual_seed(int(request.get("seed", 0)))
+    try:
+        model = model_cls(*request.get("init_inputs", [])).to(device)
+    except BaseException as exc:  # noqa: BLE001
+        raise _classify(exc, filename, "ModelNew(*get_init_inputs()) raised") from None
+    _params(model, os.path.join(request["dir"], "params.tt"), request.get("params", []))
+    answer["kernels"] = kernels
+    answer["trials"] = _checked_trials(model, request, monitor, filename)
+    request["kernels"] = kernels
+    answer["timed"] = _timed_phase(model, request, monitor, filename, gpu)
+    answer["ok"] = True

@@ -70,6 +70,17 @@ def batch_variant(module) -> tuple[str, int] | None:
     return None
 
 
+def fresh_source(base: list[list], seed: int, salt: str, device: str):
+    """fresh(j): call j's timed inputs, new values drawn like base[j % len(base)]'s. The permutations
+    are drawn on the inputs' device: on a CPU, permuting a 67M-element tensor takes a second per call."""
+    generator = torch.Generator(device=torch.device(device)).manual_seed(trial_seed(seed, 0, salt))
+
+    def fresh(j: int) -> list:
+        return fresh_like(base[j % len(base)], generator)
+
+    return fresh
+
+
 def fresh_like(inputs: list, generator: torch.Generator) -> list:
     """New values with the same shapes and value distribution: each floating tensor's elements are
     permuted, so a timed call sees inputs it has never seen, in the task's domain."""
@@ -77,8 +88,8 @@ def fresh_like(inputs: list, generator: torch.Generator) -> list:
     for x in inputs:
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
             flat = x.reshape(-1)
-            order = torch.randperm(flat.numel(), generator=generator).to(flat.device)
-            out.append(flat[order].reshape(x.shape).contiguous())
+            order = torch.randperm(flat.numel(), generator=generator, device=generator.device)
+            out.append(flat[order.to(flat.device)].reshape(x.shape).contiguous())
         elif isinstance(x, torch.Tensor):
             out.append(x.clone())
         else:

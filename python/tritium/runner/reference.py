@@ -16,6 +16,7 @@ import torch
 from . import inputs as trial_inputs
 from .tasks import TaskFailure, describe, flatten_outputs, load_module, require, run_stage
 from .tensorfile import write_tensors
+from .timing import GpuLock
 
 SPOT_SETS = 3
 
@@ -143,28 +144,62 @@ def _write_pair(directory: str, stem: str, values: list, outputs: list) -> None:
     write_tensors(os.path.join(directory, f"{stem}.ref.tt"), [(f"out{i}", t) for i, t in enumerate(outputs)])
 
 
-def _time_references(model, spots: list[list], device: str, lock_path: str | None, seed: int) -> dict:
-    from .timing import exclusive, measure
+def _time_references(model, spots: list[list], device: str, gpu: GpuLock, seed: int) -> dict:
+    from .timing import measure
 
     base = [[v.to(device) if isinstance(v, torch.Tensor) else v for v in s] for s in spots]
-    generator = torch.Generator().manual_seed(trial_inputs.trial_seed(seed, 0, "fresh"))
-
-    def fresh(j):
-        return trial_inputs.fresh_like(base[j % len(base)], generator)
+    fresh = trial_inputs.fresh_source(base, seed, "fresh", device)
 
     model.eval()
     result = {"eager": None, "compile": None, "compile_error": None}
     with torch.no_grad():
-        with exclusive(lock_path):
+        with gpu.exclusive():
             result["eager"] = measure(model, fresh, device)["stats"]
         try:
             compiled = torch.compile(model)
-            compiled(*base[0])  # compiles outside the lock: it is CPU work
-            with exclusive(lock_path):
+            compiled(*base[0])  # compiles outside the lock: CPU work (and one call) that timing may overlap
+            with gpu.exclusive():
                 result["compile"] = measure(compiled, fresh, device)["stats"]
         except Exception as exc:  # noqa: BLE001 - torch.compile may fail on a valid task
             result["compile_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     return result
+
+
+def _run_trials(module, model, get_inputs, request: dict, filename: str, device: str, seed: int) -> tuple:
+    """The checked trials (plus a batch-size variant when the task has one) and the spot sets,
+    written to the task's directory: (trials, warnings, spot inputs)."""
+    directory = request["dir"]
+    trials, warnings = [], []
+    plan = trial_inputs.plan(int(request.get("trials", 5)))
+    variant = trial_inputs.batch_variant(module)
+    if variant:
+        plan.append({"index": len(plan), "distribution": "normal", "mode": "eval", "variant": variant})
+    atol = float(request.get("atol", 1e-4))
+    model64 = _float64_twin(model)
+    for spec in plan:
+        try:
+            values, outputs, used = run_stage(
+                "forward", "forward raised", filename, _trial, module, model, get_inputs, spec, seed, device,
+                spec.get("variant"), model64, atol)
+        except TaskFailure:
+            if spec.get("variant"):  # the task does not scale with its batch size: no variant
+                continue
+            raise
+        _write_pair(directory, f"trial-{spec['index']}", values, outputs)
+        warnings += [f"{w} ({used} inputs)" for w in degenerate(outputs, values, atol)]
+        trials.append({"index": spec["index"], "mode": spec["mode"], "distribution": used,
+                       "variant": f"{spec['variant'][0]}={spec['variant'][1]}" if spec.get("variant") else None,
+                       "inputs": describe(v for v in values if isinstance(v, torch.Tensor)),
+                       "outputs": describe(outputs)})
+
+    spots = []
+    for k in range(SPOT_SETS):
+        spec = {"index": 1000 + k, "distribution": "task", "mode": "eval"}
+        values, outputs, _ = run_stage("forward", "forward raised", filename, _trial, module, model, get_inputs,
+                                    spec, seed, device)
+        _write_pair(directory, f"spot-{k}", values, outputs)
+        spots.append(values)
+    return trials, warnings, spots
 
 
 def reference(request: dict) -> dict:
@@ -190,46 +225,18 @@ def reference(request: dict) -> dict:
         torch.manual_seed(seed)
         model = run_stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs))
         _perturb(model, seed)
-        model = model.to(device)
-        params = [p.detach() for p in model.parameters()]
-        write_tensors(os.path.join(directory, "params.tt"), [(f"p{i}", p) for i, p in enumerate(params)])
-
-        trials, warnings = [], []
-        plan = trial_inputs.plan(int(request.get("trials", 5)))
-        variant = trial_inputs.batch_variant(module)
-        if variant:
-            plan.append({"index": len(plan), "distribution": "normal", "mode": "eval", "variant": variant})
-        atol = float(request.get("atol", 1e-4))
-        model64 = _float64_twin(model)
-        for spec in plan:
-            try:
-                values, outputs, used = run_stage(
-                    "forward", "forward raised", filename, _trial, module, model, get_inputs, spec, seed, device,
-                    spec.get("variant"), model64, atol)
-            except TaskFailure:
-                if spec.get("variant"):  # the task does not scale with its batch size: no variant
-                    continue
-                raise
-            _write_pair(directory, f"trial-{spec['index']}", values, outputs)
-            warnings += [f"{w} ({used} inputs)" for w in degenerate(outputs, values, atol)]
-            trials.append({"index": spec["index"], "mode": spec["mode"], "distribution": used,
-                           "variant": f"{spec['variant'][0]}={spec['variant'][1]}" if spec.get("variant") else None,
-                           "inputs": describe(v for v in values if isinstance(v, torch.Tensor)),
-                           "outputs": describe(outputs)})
-
-        spots = []
-        for k in range(SPOT_SETS):
-            spec = {"index": 1000 + k, "distribution": "task", "mode": "eval"}
-            values, outputs, _ = run_stage("forward", "forward raised", filename, _trial, module, model, get_inputs,
-                                        spec, seed, device)
-            _write_pair(directory, f"spot-{k}", values, outputs)
-            spots.append(values)
+        gpu = GpuLock(request.get("lock_path") if device.startswith("cuda") else None)
+        with gpu.shared():
+            model = model.to(device)
+            params = [p.detach() for p in model.parameters()]
+            write_tensors(os.path.join(directory, "params.tt"), [(f"p{i}", p) for i, p in enumerate(params)])
+            trials, warnings, spots = _run_trials(module, model, get_inputs, request, filename, device, seed)
 
         answer = {"ok": True, "init_inputs": init_inputs, "params": describe(params), "trials": trials,
                   "spots": SPOT_SETS, "warnings": sorted(set(warnings)), "timing": None}
         if request.get("time") and device.startswith("cuda"):
             start = time.perf_counter()
-            answer["timing"] = _time_references(model, spots, device, request.get("lock_path"), seed)
+            answer["timing"] = _time_references(model, spots, device, gpu, seed)
             answer["timing"]["seconds"] = time.perf_counter() - start
             answer["device_name"] = torch.cuda.get_device_name()
         return answer

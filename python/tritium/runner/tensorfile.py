@@ -1,8 +1,8 @@
 """Tensor files, shared with cpp/src/exec/tensor_file.cc (the layout is described there).
 
 The runner writes inputs and outputs here and the engine compares them in C++. A candidate writes
-its own outputs file, so the reader checks everything the C++ reader checks. Torch only, no numpy:
-raw bytes go through uint8 views, which also carries bfloat16.
+its own outputs file, so the reader checks everything the C++ reader checks. Raw bytes go through
+uint8 views, which also carries bfloat16; numpy only lends the writer a view (no copy) to write.
 """
 
 import itertools
@@ -51,11 +51,9 @@ def _shallow(v) -> bool:
     return False
 
 
-def _raw(t: torch.Tensor) -> bytearray:
-    buf = bytearray(t.numel() * t.element_size())
-    if buf:
-        torch.frombuffer(buf, dtype=torch.uint8).copy_(t.reshape(-1).view(torch.uint8))
-    return buf
+def _raw(t: torch.Tensor) -> memoryview:
+    """The bytes of a contiguous CPU tensor, without copying them (multi-GB outputs exist)."""
+    return memoryview(t.reshape(-1).view(torch.uint8).numpy())
 
 
 def write_tensors(path, tensors: list[tuple[str, torch.Tensor]], values: dict | None = None) -> None:

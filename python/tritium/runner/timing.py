@@ -1,7 +1,8 @@
 """GPU timing by the evaluation protocol, shared by the reference and the candidate side.
 
-Each timed call: flush L2 (write a buffer larger than it), record a start event, call, synchronize
-the whole device (work hidden on side streams is counted), record the end event. Every call gets
+Each timed call: flush L2 (write a buffer larger than it), record a start event, call, record an
+end event on the calling stream, synchronize the whole device, record a second end event (work
+hidden on side streams shows there; Timer says how the two are used). Every call gets
 inputs it has never seen; spot-check calls, at positions drawn by the engine, get inputs whose
 reference outputs are known, and their outputs are kept for the engine to compare.
 """
@@ -16,37 +17,93 @@ L2_FLUSH_BYTES = 256 << 20  # H200 L2 is 50 MB; twice over covers every current 
 WARMUP_CALLS = 3
 MIN_CALLS, MAX_CALLS = 20, 100
 TARGET_TIMED_MS = 1000.0
+ROUND_TRIP_CALLS = 20
+# Work past the calling stream's end beyond this (after the host round trip) means side streams.
+HIDDEN_MIN_MS, HIDDEN_SHARE = 0.005, 0.05
 
 
-@contextlib.contextmanager
-def exclusive(lock_path: str | None):
-    """Holds the device's timing lock: one timed workload per GPU at a time."""
-    if not lock_path:
-        yield
-        return
-    with open(lock_path) as lock:  # read-only: a sandboxed uid may not write it; flock needs no more
-        fcntl.flock(lock, fcntl.LOCK_EX)
+class GpuLock:
+    """A GPU's lock files, shared by every runner process on the machine. Timing holds the lock
+    exclusively; any other work on the GPU (loading, checked trials) holds it shared, so nothing
+    else runs on the device while a candidate or a reference is timed. flock alone would let a
+    stream of shared holders starve a waiting timer, so every acquisition first passes a gate
+    (LOCK.gate) that a timer keeps closed while it waits. Files are opened read-only: sandboxed
+    uids may not write them, and flock needs no more. Without a path it does nothing (CPU)."""
+
+    def __init__(self, lock_path: str | None):
+        self.lock = open(lock_path) if lock_path else None  # noqa: SIM115 - held for the object's life
+        self.gate = open(lock_path + ".gate") if lock_path else None  # noqa: SIM115
+        self.sharing = False
+
+    def _through_gate(self, mode: int) -> None:
+        fcntl.flock(self.gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.lock, mode)
+        finally:
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def shared(self):
+        if self.lock is None or self.sharing:
+            yield
+            return
+        self._through_gate(fcntl.LOCK_SH)
+        self.sharing = True
         try:
             yield
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            self.sharing = False
+            fcntl.flock(self.lock, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        if self.lock is None:
+            yield
+            return
+        was_sharing = self.sharing
+        if was_sharing:  # drop our share first: two sharers upgrading must not wait on each other
+            fcntl.flock(self.lock, fcntl.LOCK_UN)
+        self._through_gate(fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self.lock, fcntl.LOCK_UN)
+            if was_sharing:
+                self._through_gate(fcntl.LOCK_SH)
 
 
 class Timer:
+    """One timed call: flush L2, start event, call, an end event on the calling stream, a
+    device-wide synchronize, an end event after it. The second end also covers work hidden on
+    other streams, but carries the host's wake-up and relaunch (tens of microseconds, and jittery);
+    `round_trip_ms` is that cost, measured on empty calls, so the two ends can be compared."""
+
     def __init__(self, device: str):
         self.device = device
         self.flush_buffer = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+        self.round_trip_ms = statistics.median(self.call(lambda: None, [])[2] for _ in range(ROUND_TRIP_CALLS))
 
-    def call(self, fn, inputs: list) -> tuple[object, float]:
+    def call(self, fn, inputs: list) -> tuple[object, float, float]:
+        """(output, ms to the calling stream's end, ms to the device's end)."""
         self.flush_buffer.zero_()
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
+        start, stream_end, device_end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
         start.record()
         out = fn(*inputs)
+        stream_end.record()
         torch.cuda.synchronize()
-        end.record()
-        end.synchronize()
-        return out, start.elapsed_time(end)
+        device_end.record()
+        device_end.synchronize()
+        return out, start.elapsed_time(stream_end), start.elapsed_time(device_end)
+
+    def runtimes(self, calls: list[tuple[float, float]]) -> tuple[list[float], dict]:
+        """The calls' runtimes: stream times, unless the device-wide end shows work the calling
+        stream did not wait for (side streams): then device times less the host round trip."""
+        hidden = statistics.median(d - s for s, d in calls) - self.round_trip_ms
+        stream_ms = statistics.median(s for s, _ in calls)
+        info = {"round_trip_ms": self.round_trip_ms, "hidden_ms": max(0.0, hidden)}
+        if hidden > max(HIDDEN_MIN_MS, HIDDEN_SHARE * stream_ms):
+            return [max(s, d - self.round_trip_ms) for s, d in calls], {**info, "timed_to": "device"}
+        return [s for s, _ in calls], {**info, "timed_to": "stream"}
 
 
 def stats(times: list[float]) -> dict:
@@ -73,19 +130,18 @@ def measure(fn, fresh_inputs, device: str, spot: dict[int, list] | None = None, 
     input sets whose outputs are returned under "spot_outputs" as {position: output}."""
     spot = spot or {}
     timer = Timer(device)
-    estimate = []
-    for j in range(WARMUP_CALLS):
-        estimate.append(timer.call(fn, fresh_inputs(-1 - j))[1])
     if calls is None:
-        calls = planned_calls(min(estimate))
-    times, spot_outputs = [], {}
+        warm = [timer.call(fn, fresh_inputs(-1 - j))[1:] for j in range(WARMUP_CALLS)]
+        calls = planned_calls(min(timer.runtimes(warm)[0]))
+    timed, spot_outputs = [], {}
     for j in range(calls):
         inputs = spot[j] if j in spot else fresh_inputs(j)
-        out, ms = timer.call(fn, inputs)
-        times.append(ms)
+        out, stream_ms, device_ms = timer.call(fn, inputs)
+        timed.append((stream_ms, device_ms))
         if j in spot:
             spot_outputs[j] = out
-    return {"stats": stats(times), "spot_outputs": spot_outputs}
+    times, info = timer.runtimes(timed)
+    return {"stats": {**stats(times), **info}, "spot_outputs": spot_outputs}
 
 
 def kernel_coverage(fn, inputs: list, kernel_names: set[str], calls: int = 3) -> dict:

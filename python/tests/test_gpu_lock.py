@@ -1,0 +1,86 @@
+"""The GPU lock (runner/timing.py) across real processes: timing excludes every other GPU user,
+a waiting timer is not starved by new sharers, and two sharers upgrading do not deadlock."""
+
+import multiprocessing as mp
+import time
+
+import pytest
+
+from tritium.runner.timing import GpuLock
+
+CTX = mp.get_context("fork")
+
+
+@pytest.fixture
+def lock_path(tmp_path):
+    path = tmp_path / "gpu-0.lock"
+    path.touch()
+    (tmp_path / "gpu-0.lock.gate").touch()
+    return str(path)
+
+
+def _hold(lock_path, kind, seconds, log, name, start_after=0.0):
+    time.sleep(start_after)
+    gpu = GpuLock(lock_path)
+    with getattr(gpu, kind)():
+        log.put((name, "in", time.monotonic()))
+        time.sleep(seconds)
+        log.put((name, "out", time.monotonic()))
+
+
+def _upgrade(lock_path, log, name):
+    gpu = GpuLock(lock_path)
+    with gpu.shared():
+        time.sleep(0.2)
+        with gpu.exclusive():
+            log.put((name, "in", time.monotonic()))
+            time.sleep(0.2)
+            log.put((name, "out", time.monotonic()))
+        log.put((name, "shared again", time.monotonic()))
+
+
+def _with_log(fn, args: list, log) -> tuple:
+    """Inserts the log queue where fn takes it (after lock_path, kind, seconds for _hold)."""
+    at = 3 if fn is _hold else 1
+    return (*args[:at], log, *args[at:])
+
+
+def _run(*procs, timeout=10.0) -> dict:
+    log = CTX.Queue()
+    started = [CTX.Process(target=fn, args=_with_log(fn, args, log)) for fn, *args in procs]
+    for p in started:
+        p.start()
+    for p in started:
+        p.join(timeout)
+        assert p.exitcode == 0, "a lock holder hung or failed"
+    events = {}
+    while not log.empty():
+        name, what, at = log.get()
+        events[(name, what)] = at
+    return events
+
+
+def test_timing_waits_for_a_sharer_and_excludes_it(lock_path):
+    events = _run((_hold, lock_path, "shared", 0.5, "trial"),
+                  (_hold, lock_path, "exclusive", 0.1, "timing", 0.1))
+    assert events[("timing", "in")] >= events[("trial", "out")]
+
+
+def test_a_waiting_timer_closes_the_gate_to_new_sharers(lock_path):
+    events = _run((_hold, lock_path, "shared", 0.6, "first"),
+                  (_hold, lock_path, "exclusive", 0.3, "timing", 0.1),
+                  (_hold, lock_path, "shared", 0.1, "late", 0.3))
+    assert events[("timing", "in")] >= events[("first", "out")]
+    assert events[("late", "in")] >= events[("timing", "out")], "a new sharer overtook the waiting timer"
+
+
+def test_two_sharers_upgrading_both_get_the_lock_in_turn(lock_path):
+    events = _run((_upgrade, lock_path, "a"), (_upgrade, lock_path, "b"))
+    first, second = sorted("ab", key=lambda n: events[(n, "in")])
+    assert events[(second, "in")] >= events[(first, "out")]
+
+
+def test_without_a_path_it_does_nothing():
+    gpu = GpuLock(None)
+    with gpu.shared(), gpu.exclusive():
+        pass
