@@ -36,6 +36,7 @@ void add_tasks_command(CLI::App& root, Commands& commands);
 void add_parse_command(CLI::App& root, Commands& commands);
 void add_verify_command(CLI::App& root, Commands& commands);
 void add_eval_command(CLI::App& root, Commands& commands);
+void add_synth_command(CLI::App& root, Commands& commands);
 
 /// Prints "tritium: error: MESSAGE" on stderr and returns `code`.
 int fail(int code, const std::string& message);

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   add_parse_command(app, commands);
   add_verify_command(app, commands);
   add_eval_command(app, commands);
+  add_synth_command(app, commands);
 
   try {
     app.parse(argc, argv);

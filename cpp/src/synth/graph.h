@@ -1,0 +1,86 @@
+// Private to synth: the sampled DAG (operators over tensors whose dims are shape variables), the
+// sampler that draws it, and the emitter that writes it as a KernelBench task.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shapes.h"
+#include "tritium/synth.h"
+
+namespace tritium::synth {
+
+struct TensorNode {
+  enum class Source : std::uint8_t { input, positive_input, param, node };
+  std::vector<int> dims;  // shape variables
+  Source source = Source::node;
+  Domain sign = Domain::any;  // what its values are known to be
+  int consumers = 0;
+};
+
+struct OpNode {
+  const OpSpec* op = nullptr;
+  std::vector<int> operands;  // tensor ids
+  int out = -1;
+  // Attributes written as literals in forward.
+  int dim = 0, dim2 = 0;
+  bool keepdim = false;
+  double scalar = 0, lo = 0, hi = 0;
+  int power = 2;
+  std::vector<int> perm;
+  // Shape variables the op's module or code names ({k}, {n}, {cin}...), by placeholder.
+  std::map<std::string, int> vars;
+};
+
+struct Graph {
+  std::vector<TensorNode> tensors;
+  std::vector<OpNode> nodes;
+  ShapeProblem shapes;
+  int compute = 0;  // compute operators: the difficulty
+};
+
+/// Shape domains and runtime bounds of a size profile.
+struct Profile {
+  SizeProfile size;
+  std::int64_t batch_hi, rows_lo, rows_hi, features_lo, features_hi, channels_lo, channels_hi;
+  std::int64_t spatial_lo, spatial_hi, spatial3_hi, kernel_hi;
+  std::int64_t max_elements;
+  double min_ms, max_ms;  // estimated reference time band
+};
+const Profile& profile(SizeProfile size);
+
+/// Draws ops with weights that favour those drawn least so far (coverage counts per shard).
+class OpPicker {
+ public:
+  explicit OpPicker(const std::vector<const OpSpec*>& allowed);
+  const OpSpec* pick(Rng& rng) const;
+  void count(const Graph& g);
+  const std::vector<const OpSpec*>& allowed() const { return allowed_; }
+
+ private:
+  std::vector<const OpSpec*> allowed_;
+  std::vector<std::int64_t> counts_;
+};
+
+/// A DAG with `difficulty` compute operators, or nullopt when this draw went nowhere.
+std::optional<Graph> sample_graph(int difficulty, const Profile& p, const OpPicker& picker, Rng& rng);
+
+/// Cost of the solved graph: FLOPs, bytes, estimated ms on the profile's machine, largest tensor.
+struct Estimate {
+  double flops = 0, bytes = 0, est_ms = 0;
+  std::int64_t max_elements = 0;
+};
+Estimate estimate(const Graph& g, const std::vector<std::int64_t>& values, const Profile& p);
+
+/// Canonical hash: equal for graphs that compute the same thing on the same shapes, whatever the
+/// order the nodes were drawn in.
+std::uint64_t canonical_hash(const Graph& g, const std::vector<std::int64_t>& values);
+
+/// The KernelBench-format source of a solved graph, and its meta.
+Task emit_task(const Graph& g, const std::vector<std::int64_t>& values, const Estimate& cost, const std::string& id,
+               Json meta);
+
+}  // namespace tritium::synth

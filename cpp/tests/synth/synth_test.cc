@@ -1,0 +1,164 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "../../src/synth/shapes.h"
+#include "tritium/synth.h"
+
+namespace tritium::synth {
+namespace {
+
+using Role = ShapeProblem::Role;
+const ShapeProblem::Accept kAny = [](const std::vector<std::int64_t>&) { return true; };
+
+TEST(ShapeProblem, EqualityMergesFreeVariablesIntoTheIntersectionOfTheirDomains) {
+  ShapeProblem p;
+  const int a = p.free(1, 10, Role::features), b = p.free(5, 20, Role::features);
+  p.equal(a, b);
+  Rng rng(1);
+  for (int i = 0; i < 200; ++i) {
+    const auto v = p.solve(rng, kAny, 1);
+    ASSERT_TRUE(v);
+    EXPECT_EQ((*v)[a], (*v)[b]);
+    EXPECT_GE((*v)[a], 5);
+    EXPECT_LE((*v)[a], 10);
+  }
+}
+
+TEST(ShapeProblem, ConvOutputsDivisibilityAndOrderHold) {
+  ShapeProblem p;
+  const int in = p.free(1, 40, Role::spatial), k = p.free(1, 5, Role::attribute), s = p.free(1, 2, Role::attribute);
+  const int pad = p.free(0, 2, Role::attribute), d = p.constant(1);
+  const int out = p.conv_out(in, k, s, pad, d);
+  const int c = p.free(1, 32, Role::channels), g = p.free(1, 4, Role::attribute);
+  p.divisible(c, g);
+  p.at_most(pad, k, 2, 1);
+  Rng rng(2);
+  for (int i = 0; i < 300; ++i) {
+    const auto v = p.solve(rng, kAny, 1000);
+    ASSERT_TRUE(v);
+    const auto& x = *v;
+    EXPECT_EQ(x[out], (x[in] + 2 * x[pad] - (x[k] - 1) - 1) / x[s] + 1);
+    EXPECT_GE(x[out], 1);
+    EXPECT_EQ(x[c] % x[g], 0);
+    EXPECT_LE(2 * x[pad], x[k]);
+  }
+}
+
+TEST(ShapeProblem, AFreeVariableEqualToAnExpressionOfItselfDoesNotLoop) {
+  ShapeProblem p;
+  const int a = p.free(1, 8, Role::features), b = p.free(1, 8, Role::features);
+  const int sum = p.sum(a, b);
+  p.equal(a, sum);  // a == a + b has no solution with b >= 1
+  Rng rng(3);
+  EXPECT_FALSE(p.solve(rng, kAny, 50));
+}
+
+TEST(ShapeProblem, DrawsAreUniformOverTheFeasibleSet) {
+  ShapeProblem p;  // x in [1, 12] with x % 3 == 0: 3, 6, 9, 12 equally often
+  const int x = p.free(1, 12, Role::features), three = p.constant(3);
+  p.divisible(x, three);
+  Rng rng(4);
+  std::map<std::int64_t, int> seen;
+  for (int i = 0; i < 4000; ++i) ++seen[(*p.solve(rng, kAny, 1000))[x]];
+  ASSERT_EQ(seen.size(), 4u);
+  for (const auto& [value, n] : seen) {
+    EXPECT_EQ(value % 3, 0);
+    EXPECT_NEAR(n, 1000, 120) << value;
+  }
+}
+
+TEST(Catalog, HasTheIssuesCategoriesAndAtLeast60Operators) {
+  EXPECT_GE(catalog().size(), 60u);
+  std::set<Category> categories;
+  std::set<std::string_view> names;
+  for (const auto& op : catalog()) {
+    categories.insert(op.category);
+    EXPECT_TRUE(names.insert(op.name).second) << "duplicate " << op.name;
+    EXPECT_FALSE(op.code.empty()) << op.name;
+    EXPECT_LE(op.min_rank, op.max_rank) << op.name;
+  }
+  EXPECT_EQ(categories.size(), 12u);
+  EXPECT_TRUE(find_op("conv_transpose3d"));
+  EXPECT_FALSE(find_op("no_such_op"));
+}
+
+SynthOptions options(std::size_t count, int lo, int hi, std::uint64_t seed = 7) {
+  SynthOptions o;
+  o.count = count;
+  o.min_difficulty = lo;
+  o.max_difficulty = hi;
+  o.seed = seed;
+  return o;
+}
+
+TEST(Synthesize, IsDeterministicPerSeedWhateverTheThreadCount) {
+  auto o = options(700, 1, 6);
+  const auto one = synthesize(o);
+  o.threads = 3;
+  const auto three = synthesize(o);
+  ASSERT_TRUE(one && three);
+  ASSERT_EQ(one->size(), 700u);
+  ASSERT_EQ(three->size(), 700u);
+  for (std::size_t i = 0; i < one->size(); ++i) EXPECT_EQ((*one)[i].task.source, (*three)[i].task.source) << i;
+  o.seed = 8;
+  const auto other = synthesize(o);
+  ASSERT_TRUE(other);
+  EXPECT_NE((*one)[0].task.source, (*other)[0].task.source);
+}
+
+TEST(Synthesize, GivesDistinctTasksInTheDifficultyRangeWithTheirMeta) {
+  const auto tasks = synthesize(options(500, 3, 5));
+  ASSERT_TRUE(tasks);
+  std::set<std::uint64_t> hashes;
+  for (const auto& t : *tasks) {
+    EXPECT_TRUE(hashes.insert(t.hash).second);
+    const int k = t.task.meta["difficulty"].get<int>();
+    EXPECT_GE(k, 3);
+    EXPECT_LE(k, 5);
+    EXPECT_GE(t.task.meta["ops"].size(), static_cast<std::size_t>(k));
+    EXPECT_NE(t.task.source.find("class Model(nn.Module)"), std::string::npos);
+    EXPECT_NE(t.task.source.find("def get_inputs()"), std::string::npos);
+    EXPECT_NE(t.task.source.find("def get_init_inputs()"), std::string::npos);
+    EXPECT_GT(t.task.meta["flops"].get<double>(), 0);
+  }
+}
+
+TEST(Synthesize, DrawsOnlyFromTheSelectedCategories) {
+  auto o = options(200, 1, 4);
+  o.categories = {Category::reduction, Category::shape};
+  const auto tasks = synthesize(o);
+  ASSERT_TRUE(tasks);
+  for (const auto& t : *tasks)
+    for (const auto& name : t.task.meta["ops"]) {
+      const auto* op = find_op(name.get<std::string>());
+      ASSERT_TRUE(op);
+      EXPECT_TRUE(op->category == Category::reduction || op->category == Category::shape) << name;
+    }
+}
+
+TEST(Synthesize, CoversTheCatalogUniformly) {
+  const auto tasks = synthesize(options(10000, 1, 8));
+  ASSERT_TRUE(tasks);
+  std::vector<Task> plain;
+  for (const auto& t : *tasks) plain.push_back(t.task);
+  const Json stats = coverage_stats(plain);
+  EXPECT_EQ(stats["ops_missing"].get<int>(), 0);
+  EXPECT_TRUE(stats["chi_square"]["uniform_at_0.01"].get<bool>()) << stats["chi_square"].dump();
+  EXPECT_EQ(stats["ops"].get<std::size_t>(), catalog().size());
+}
+
+TEST(Synthesize, RejectsBadOptionsWithAMessage) {
+  EXPECT_FALSE(synthesize(options(0, 1, 3)));
+  EXPECT_FALSE(synthesize(options(5, 4, 2)));
+  EXPECT_FALSE(synthesize(options(5, 1, 21)));
+  auto o = options(5, 1, 3);
+  o.categories = {Category::shape};
+  const auto r = synthesize(o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("compute"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tritium::synth
