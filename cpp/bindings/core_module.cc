@@ -8,6 +8,7 @@
 
 #include "tritium/exec.h"
 #include "tritium/pyast.h"
+#include "tritium/synth.h"
 #include "tritium/verify.h"
 
 namespace nb = nanobind;
@@ -56,6 +57,47 @@ std::string verify_json(const std::string& text, bool is_response, const std::st
 
 std::string extract_json(const std::string& response) {
   return tritium::to_json(tritium::extract_response(response)).dump();
+}
+
+// Synthesis for Python: options as JSON (SynthOptions' fields; "ops" a comma list or a list of
+// category names; "size" "cpu" or "gpu"), tasks back as suite JSON with their sources.
+std::string synthesize_json(const std::string& options_json) {
+  const auto j = tritium::Json::parse(options_json);
+  tritium::synth::SynthOptions o;
+  o.count = j.value("count", o.count);
+  o.min_difficulty = j.value("min_difficulty", o.min_difficulty);
+  o.max_difficulty = j.value("max_difficulty", o.max_difficulty);
+  o.seed = j.value("seed", o.seed);
+  o.threads = j.value("threads", o.threads);
+  const std::string size = j.value("size", std::string("cpu"));
+  if (size != "cpu" && size != "gpu") throw std::invalid_argument("size must be 'cpu' or 'gpu', not '" + size + "'");
+  o.size = size == "gpu" ? tritium::synth::SizeProfile::gpu : tritium::synth::SizeProfile::cpu;
+  auto categories = tritium::synth::parse_categories(j.value("ops", std::string()));
+  if (!categories) throw std::invalid_argument(categories.error().message);
+  o.categories = *categories;
+  std::vector<tritium::synth::SynthTask> tasks;
+  {
+    nb::gil_scoped_release release;
+    auto made = tritium::synth::synthesize(o);
+    if (!made) throw std::invalid_argument(made.error().message);
+    tasks = std::move(*made);
+  }
+  tritium::Json out = tritium::Json::array();
+  for (const auto& t : tasks) out.push_back(tritium::to_json(t.task, true));
+  return out.dump();
+}
+
+std::string synth_stats_json(const std::string& tasks_json, const std::string& ops) {
+  std::vector<tritium::Task> tasks;
+  for (const auto& t : tritium::Json::parse(tasks_json)) {
+    tritium::Task task;
+    task.id = t.value("id", std::string());
+    task.meta = t.value("meta", tritium::Json::object());
+    tasks.push_back(std::move(task));
+  }
+  auto categories = tritium::synth::parse_categories(ops);
+  if (!categories) throw std::invalid_argument(categories.error().message);
+  return tritium::synth::coverage_stats(tasks, *categories).dump();
 }
 
 // The engine for Python: options and items as JSON documents, verdicts back as one.
@@ -122,6 +164,8 @@ NB_MODULE(_core, m) {
         "Parses Python source bytes: {ok, line?, col?, message?, facts?}");
   m.def("verify_json", &verify_json, nb::arg("text"), nb::arg("is_response"), nb::arg("task_source") = "",
         nb::call_guard<nb::gil_scoped_release>());
+  m.def("synthesize_json", &synthesize_json, nb::arg("options_json"));
+  m.def("synth_stats_json", &synth_stats_json, nb::arg("tasks_json"), nb::arg("ops") = "");
   m.def("extract_json", &extract_json, nb::arg("response"), nb::call_guard<nb::gil_scoped_release>());
   nb::class_<PyEngine>(m, "Engine")
       .def(nb::init<const std::string&>(), nb::arg("options_json"), nb::call_guard<nb::gil_scoped_release>())

@@ -43,6 +43,24 @@ def test_directory_output_and_bad_options(tmp_path):
     assert len(list((tmp_path / "dir").glob("*.py"))) == 3
     assert len((tmp_path / "dir" / "meta.jsonl").read_text().splitlines()) == 3
     bad = run("synth", "--count", "3", "--ops", "nonsense", check=False)
-    assert bad.returncode == 2 and "unknown category 'nonsense'" in bad.stderr
+    assert bad.returncode == 2 and "unknown operator category 'nonsense'" in bad.stderr
     bad = run("synth", "--count", "3", "--difficulty", "9-2", check=False)
     assert bad.returncode == 2 and "--difficulty" in bad.stderr
+
+
+def test_the_binding_gives_what_the_cli_gives(tmp_path):
+    import tritium
+
+    suite = tmp_path / "s.jsonl"
+    run("synth", "--count", "40", "--difficulty", "2-4", "--ops", "unary,reduction", "--seed", "3", "--out", str(suite))
+    cli = [json.loads(line) for line in suite.read_text().splitlines()]
+    ours = tritium.synthesize(count=40, difficulty=(2, 4), ops=["unary", "reduction"], seed=3, threads=2)
+    assert [t["source"] for t in ours] == [t["source"] for t in cli]
+    assert [t["meta"] for t in ours] == [t["meta"] for t in cli]
+    assert tritium.synth_stats(ours, "unary,reduction")["tasks"] == 40
+    try:
+        tritium.synthesize(count=3, difficulty=(5, 2))
+    except ValueError as exc:
+        assert "--difficulty" in str(exc) or "range" in str(exc)
+    else:
+        raise AssertionError("a reversed difficulty range must raise")

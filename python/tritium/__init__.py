@@ -5,7 +5,7 @@ this package is a thin face over it. The API is imported lazily so that the sand
 (`tritium.runner`) never loads the extension.
 """
 
-_API = ("version", "load_suite", "check_suite", "verify", "extract", "Engine")
+_API = ("version", "load_suite", "check_suite", "verify", "extract", "synthesize", "synth_stats", "Engine")
 
 
 def __getattr__(name: str):

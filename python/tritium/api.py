@@ -53,6 +53,25 @@ def extract(response: str) -> dict:
     return json.loads(_core.extract_json(response))
 
 
+def synthesize(count: int = 100, difficulty: int | tuple[int, int] = (1, 3), ops: str | list[str] | None = None,
+               seed: int = 0, size: str = "cpu", threads: int = 1) -> list[dict]:
+    """CSP-DAG synthesized tasks (like `tritium synth`, docs/synth.md): a list of
+    {"id", "origin", "level", "meta", "source"}, the same for the same arguments whatever `threads`.
+
+    `difficulty` is K or (K1, K2) compute operators; `ops` operator categories ("unary,reduction" or a
+    list); `size` "cpu" or "gpu". Raises ValueError on bad options.
+    """
+    lo, hi = (difficulty, difficulty) if isinstance(difficulty, int) else difficulty
+    options = {"count": count, "min_difficulty": lo, "max_difficulty": hi, "seed": seed, "size": size,
+               "threads": threads, "ops": ops if isinstance(ops, str) else ",".join(ops or [])}
+    return json.loads(_core.synthesize_json(json.dumps(options)))
+
+
+def synth_stats(tasks: list[dict], ops: str | list[str] | None = None) -> dict:
+    """Coverage of synthesized tasks (their "meta"): op histogram, chi-square uniformity, pairs, sizes."""
+    return json.loads(_core.synth_stats_json(json.dumps(tasks), ops if isinstance(ops, str) else ",".join(ops or [])))
+
+
 class Engine:
     """The sandboxed evaluation engine (the same C++ engine as `tritium eval`).
 

@@ -26,6 +26,8 @@ enum class Category : std::uint8_t {
 };
 std::string_view to_string(Category c);
 std::optional<Category> category_from_string(std::string_view name);
+/// "unary,reduction" -> categories; an unknown name is an Error listing the known ones.
+Result<std::vector<Category>> parse_categories(std::string_view comma_list);
 
 /// How an operator's output shape follows from its operands; the solver's constraints come from it.
 enum class ShapeRule : std::uint8_t {

@@ -1,6 +1,7 @@
 // The operator catalog: one row per PyTorch operator (docs/synth.md lists the columns).
 #include <algorithm>
 #include <array>
+#include <string>
 
 #include "tritium/synth.h"
 
@@ -122,6 +123,24 @@ std::optional<Category> category_from_string(std::string_view name) {
   const auto it = std::find(kCategoryNames.begin(), kCategoryNames.end(), name);
   if (it == kCategoryNames.end()) return std::nullopt;
   return static_cast<Category>(it - kCategoryNames.begin());
+}
+
+Result<std::vector<Category>> parse_categories(std::string_view list) {
+  std::vector<Category> out;
+  std::size_t start = 0;
+  while (start < list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    const std::string_view name = list.substr(start, comma - start);
+    const auto c = category_from_string(name);
+    if (!c) {
+      std::string known;
+      for (auto k : kCategoryNames) known += (known.empty() ? "" : ", ") + std::string(k);
+      return Error{"unknown operator category '" + std::string(name) + "'; known: " + known};
+    }
+    out.push_back(*c);
+    start = comma + 1;
+  }
+  return out;
 }
 
 std::span<const OpSpec> catalog() { return kCatalog; }

@@ -24,21 +24,9 @@ struct SynthCliOptions {
 };
 
 Result<std::vector<synth::Category>> parse_categories(const std::string& list) {
-  std::vector<synth::Category> out;
-  std::size_t start = 0;
-  while (start < list.size()) {
-    const std::size_t comma = std::min(list.find(',', start), list.size());
-    const std::string name = list.substr(start, comma - start);
-    const auto c = synth::category_from_string(name);
-    if (!c) {
-      std::string known;
-      for (int i = 0; i < 12; ++i) known += (i ? ", " : "") + std::string(synth::to_string(static_cast<synth::Category>(i)));
-      return Error{fmt::format("--ops: unknown category '{}'; known: {}", name, known)};
-    }
-    out.push_back(*c);
-    start = comma + 1;
-  }
-  return out;
+  auto categories = synth::parse_categories(list);
+  if (!categories) return Error{"--ops: " + categories.error().message};
+  return categories;
 }
 
 std::optional<Error> parse_difficulty(const std::string& text, synth::SynthOptions& o) {
