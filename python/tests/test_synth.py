@@ -64,3 +64,15 @@ def test_the_binding_gives_what_the_cli_gives(tmp_path):
         assert "--difficulty" in str(exc) or "range" in str(exc)
     else:
         raise AssertionError("a reversed difficulty range must raise")
+
+
+def test_reference_solutions_are_correct_under_the_engine(tmp_path):
+    suite = tmp_path / "sol.jsonl"
+    out = run("synth", "--count", "16", "--difficulty", "1-3", "--seed", "21", "--with-solutions",
+              "--ops", "unary,binary,scalar,select,reduction,softmax,linalg,shape", "--out", str(suite),
+              "--validate", "--json")
+    reports = [json.loads(line) for line in out.stdout.strip().splitlines()]
+    assert reports[0]["validated"] == 16 and reports[0]["failed"] == 0
+    assert reports[1] == {"solutions": 16, "correct": 16, "of_tasks": 16}
+    plans = [json.loads(line)["meta"]["plan"] for line in suite.read_text().splitlines()]
+    assert all(plan.startswith("1. `_") and "kernel" in plan for plan in plans)

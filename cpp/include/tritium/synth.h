@@ -78,7 +78,9 @@ struct OpSpec {
   std::string_view module;
   std::string_view params;  // how the parameters are initialised, for the docs and meta
   bool compute = true;      // counts toward difficulty (shape ops do not)
-  bool triton = false;      // the Triton emitter can write a kernel for it
+  // How the Triton emitter writes it: an expression over loaded values ({0}, {1}, attributes; in
+  // one fused elementwise kernel), "row" (a row kernel), "matmul", "view" (no kernel), or "" (none).
+  std::string_view triton;
 };
 
 std::span<const OpSpec> catalog();
@@ -93,10 +95,11 @@ struct SynthOptions {
   std::uint64_t seed = 0;
   SizeProfile size = SizeProfile::cpu;
   int threads = 1;
+  bool with_solutions = false;  // meta.solution (a Triton ModelNew) and meta.plan where the emitter can
 };
 
 /// One synthesized task: a KernelBench-format source and its meta (ops, difficulty, shapes, FLOPs,
-/// bytes, estimated reference time, seed, index, canonical hash).
+/// bytes, estimated reference time, seed, index, canonical hash; with solutions: solution, plan).
 struct SynthTask {
   Task task;
   std::uint64_t hash = 0;

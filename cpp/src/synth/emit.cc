@@ -19,22 +19,6 @@ std::int64_t numel(const TensorNode& t, const std::vector<std::int64_t>& values)
   return n;
 }
 
-// {name} -> value; unknown names stay as written.
-std::string substitute(std::string_view text, const std::map<std::string, std::string>& args) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const std::size_t close = text[i] == '{' ? text.find('}', i) : std::string_view::npos;
-    const auto it = close == std::string_view::npos ? args.end() : args.find(std::string(text.substr(i + 1, close - i - 1)));
-    if (it == args.end()) {
-      out += text[i];
-    } else {
-      out += it->second;
-      i = close;
-    }
-  }
-  return out;
-}
-
 bool uses(const OpSpec& op, std::string_view placeholder) {
   return op.code.find(placeholder) != std::string_view::npos || op.module.find(placeholder) != std::string_view::npos;
 }
@@ -52,51 +36,83 @@ std::uint64_t mix(std::uint64_t h, std::string_view s) {
   return mix(h, s.size());
 }
 
-// Names of the size variables the source shows at module level, by role, in order of first use.
-class SizeNames {
- public:
-  SizeNames(const Graph& g, const std::vector<std::int64_t>& values) : g_(g), values_(values) {}
+}  // namespace
 
-  // A name for a size variable (declared at module level), or the literal of an attribute or a 1.
-  std::string operator()(int v) {
-    const int r = g_.shapes.representative(v);
-    const Role role = g_.shapes.role(r);
-    if (role == Role::attribute) return std::to_string(values_[r]);
-    if (auto it = names_.find(r); it != names_.end()) return it->second;
-    static constexpr std::array<const char*, 7> kBase = {"batch_size", "seq_len", "dim", "channels", "size", "", "dim"};
-    const std::string base = kBase[static_cast<int>(role)];
-    const int k = used_[base]++;
-    std::string name = k == 0 ? base : fmt::format("{}_{}", base, k);
-    names_[r] = name;
-    order_.push_back(r);
+SizeNames::SizeNames(const Graph& g, const std::vector<std::int64_t>& values) : g_(g), values_(values) {}
+
+std::string SizeNames::operator()(int v) {
+  const int r = g_.shapes.representative(v);
+  const Role role = g_.shapes.role(r);
+  if (role == Role::attribute) return std::to_string(values_[r]);
+  if (auto it = names_.find(r); it != names_.end()) return it->second;
+  static constexpr std::array<const char*, 7> kBase = {"batch_size", "seq_len", "dim", "channels", "size", "", "dim"};
+  const std::string base = kBase[static_cast<int>(role)];
+  const int k = used_[base]++;
+  std::string name = k == 0 ? base : fmt::format("{}_{}", base, k);
+  names_[r] = name;
+  order_.push_back(r);
+  return name;
+}
+
+std::string SizeNames::shape(const std::vector<int>& dims) {
+  std::vector<std::string> parts;
+  for (int d : dims) parts.push_back((*this)(d));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string SizeNames::declarations() const {
+  std::string out;
+  for (int r : order_) out += fmt::format("{} = {}\n", names_.at(r), values_[r]);
+  return out;
+}
+
+std::string substitute(std::string_view text, const std::map<std::string, std::string>& args) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const std::size_t close = text[i] == '{' ? text.find('}', i) : std::string_view::npos;
+    const auto it = close == std::string_view::npos ? args.end() : args.find(std::string(text.substr(i + 1, close - i - 1)));
+    if (it == args.end()) {
+      out += text[i];
+    } else {
+      out += it->second;
+      i = close;
+    }
+  }
+  return out;
+}
+
+InitCode init_code(const Graph& g, SizeNames& sizes) {
+  InitCode init;
+  auto arg = [&](int v) {  // a size the constructor needs: an argument of __init__
+    const std::string name = sizes(v);
+    if (g.shapes.role(v) != Role::attribute && std::find(init.args.begin(), init.args.end(), name) == init.args.end())
+      init.args.push_back(name);
     return name;
+  };
+  for (std::size_t t = 0; t < g.tensors.size(); ++t)
+    if (g.tensors[t].source == Source::param) {
+      std::vector<std::string> dims;
+      for (int d : g.tensors[t].dims) dims.push_back(arg(d));
+      init.body += fmt::format("        self.p{} = nn.Parameter(torch.randn({}))\n", t, fmt::join(dims, ", "));
+    }
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const OpNode& n = g.nodes[i];
+    if (n.op->module.empty()) continue;
+    std::map<std::string, std::string> args = {
+        {"bn", std::to_string(std::max<int>(1, static_cast<int>(g.tensors[n.operands[0]].dims.size()) - 2))}};
+    for (const auto& [name, v] : n.vars) args[name] = arg(v);
+    init.body += fmt::format("        {} = {}\n", module_attr(n, i), substitute(n.op->module, args));
   }
-  std::string shape(const std::vector<int>& dims) {
-    std::vector<std::string> parts;
-    for (int d : dims) parts.push_back((*this)(d));
-    return fmt::format("{}", fmt::join(parts, ", "));
-  }
-  std::string declarations() const {
-    std::string out;
-    for (int r : order_) out += fmt::format("{} = {}\n", names_.at(r), values_[r]);
-    return out;
-  }
+  return init;
+}
 
- private:
-  const Graph& g_;
-  const std::vector<std::int64_t>& values_;
-  std::map<int, std::string> names_;
-  std::map<std::string, int> used_;
-  std::vector<int> order_;
-};
+std::string module_attr(const OpNode& n, std::size_t index) { return fmt::format("self.{}{}", n.op->name, index); }
 
 std::string tensor_name(const Graph& g, int t, const std::vector<int>& input_order) {
   if (g.tensors[t].source == Source::param) return fmt::format("self.p{}", t);
   if (g.tensors[t].source == Source::node) return fmt::format("t{}", t);
   return fmt::format("x{}", std::find(input_order.begin(), input_order.end(), t) - input_order.begin());
 }
-
-}  // namespace
 
 Estimate estimate(const Graph& g, const std::vector<std::int64_t>& values, const Profile& p) {
   const bool cpu = p.size == SizeProfile::cpu;
@@ -180,32 +196,20 @@ std::uint64_t canonical_hash(const Graph& g, const std::vector<std::int64_t>& va
 Task emit_task(const Graph& g, const std::vector<std::int64_t>& values, const Estimate& cost, const std::string& id,
                Json meta) {
   SizeNames sizes(g, values);
-  std::vector<int> inputs, outputs, init_args;
+  std::vector<int> inputs, outputs;
   for (std::size_t t = 0; t < g.tensors.size(); ++t) {
     const auto source = g.tensors[t].source;
     if (source == Source::input || source == Source::positive_input) inputs.push_back(static_cast<int>(t));
     if (source == Source::node && g.tensors[t].consumers == 0) outputs.push_back(static_cast<int>(t));
   }
-  std::string init, forward;
-  std::vector<std::string> init_names;
-  auto init_arg = [&](int v) {  // a size the constructor needs: an argument of Model.__init__
-    const std::string name = sizes(v);
-    if (g.shapes.role(v) != Role::attribute && std::find(init_names.begin(), init_names.end(), name) == init_names.end())
-      init_names.push_back(name);
-    return name;
-  };
-  for (std::size_t t = 0; t < g.tensors.size(); ++t)
-    if (g.tensors[t].source == Source::param) {
-      std::vector<std::string> dims;
-      for (int d : g.tensors[t].dims) dims.push_back(init_arg(d));
-      init += fmt::format("        self.p{} = nn.Parameter(torch.randn({}))\n", t, fmt::join(dims, ", "));
-    }
+  const InitCode init = init_code(g, sizes);
+  std::string forward;
   std::vector<std::string> op_names;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const OpNode& n = g.nodes[i];
     const OpSpec& op = *n.op;
     op_names.emplace_back(op.name);
-    const std::string attr = fmt::format("self.{}{}", op.name, i);
+    const std::string attr = module_attr(n, i);
     std::map<std::string, std::string> args = {
         {"0", tensor_name(g, n.operands[0], inputs)}, {"m", attr}, {"dim", std::to_string(n.dim)},
         {"dim2", std::to_string(n.dim2)}, {"keepdim", n.keepdim ? "True" : "False"}, {"scalar", number(n.scalar)},
@@ -215,11 +219,6 @@ Task emit_task(const Graph& g, const std::vector<std::int64_t>& values, const Es
     std::vector<std::string> perm;
     for (int d : n.perm) perm.push_back(std::to_string(d));
     args["dims"] = fmt::format("{}", fmt::join(perm, ", "));
-    if (!op.module.empty()) {
-      auto module_args = args;
-      for (const auto& [name, v] : n.vars) module_args[name] = init_arg(v);
-      init += fmt::format("        {} = {}\n", attr, substitute(op.module, module_args));
-    }
     for (const auto& [name, v] : n.vars) args[name] = std::to_string(values[v]);
     forward += fmt::format("        t{} = {}\n", n.out, substitute(op.code, args));
   }
@@ -252,9 +251,9 @@ Task emit_task(const Graph& g, const std::vector<std::int64_t>& values, const Es
       "def get_inputs():\n    return [{}]\n\n\n"
       "def get_init_inputs():\n    return [{}]\n",
       meta.value("seed", std::uint64_t{0}), meta.value("index", std::uint64_t{0}), g.compute, g.compute == 1 ? "" : "s",
-      fmt::join(op_names, " -> "), init_names.empty() ? "" : ", ", fmt::join(init_names, ", "), init,
+      fmt::join(op_names, " -> "), init.args.empty() ? "" : ", ", fmt::join(init.args, ", "), init.body,
       fmt::join(input_names, ", "), forward, fmt::join(output_names, ", "), declarations, fmt::join(input_exprs, ", "),
-      fmt::join(init_names, ", "));
+      fmt::join(init.args, ", "));
   meta["ops"] = op_names;
   meta["difficulty"] = g.compute;
   meta["shapes"] = std::move(shapes);

@@ -79,6 +79,42 @@ Estimate estimate(const Graph& g, const std::vector<std::int64_t>& values, const
 /// order the nodes were drawn in.
 std::uint64_t canonical_hash(const Graph& g, const std::vector<std::int64_t>& values);
 
+/// Names of the size variables a source shows at module level (batch_size, seq_len, dim, channels,
+/// size; numbered by role, in order of first use); attributes and 1s come out as literals.
+class SizeNames {
+ public:
+  SizeNames(const Graph& g, const std::vector<std::int64_t>& values);
+  std::string operator()(int v);
+  std::string shape(const std::vector<int>& dims);
+  std::string declarations() const;  // "name = value" lines
+
+ private:
+  const Graph& g_;
+  const std::vector<std::int64_t>& values_;
+  std::map<int, std::string> names_;
+  std::map<std::string, int> used_;
+  std::vector<int> order_;
+};
+
+/// Model.__init__ (sizes as arguments, parameters, modules); ModelNew repeats it, so both hold the
+/// same parameters in the same order.
+struct InitCode {
+  std::vector<std::string> args;
+  std::string body;
+};
+InitCode init_code(const Graph& g, SizeNames& sizes);
+
+std::string module_attr(const OpNode& n, std::size_t index);  // "self.conv2d3"
+std::string tensor_name(const Graph& g, int t, const std::vector<int>& input_order);  // x0, t5, self.p2
+std::string substitute(std::string_view text, const std::map<std::string, std::string>& args);  // {name} -> value
+
+/// A reference Triton ModelNew for the graph and its plan (which ops go into which kernel, how).
+struct Solution {
+  std::string code, plan;
+};
+bool solvable(const Graph& g);  // every operator has a Triton form
+std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int64_t>& values, const std::string& task_id);
+
 /// The KernelBench-format source of a solved graph, and its meta.
 Task emit_task(const Graph& g, const std::vector<std::int64_t>& values, const Estimate& cost, const std::string& id,
                Json meta);

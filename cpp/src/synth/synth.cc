@@ -68,7 +68,16 @@ ShardOut run_shard(const SynthOptions& o, std::size_t shard, std::size_t first_i
       if (!seen.insert(hash).second) continue;
       const std::size_t index = first_index + i;
       Json meta = {{"seed", o.seed}, {"index", index}, {"size", o.size == SizeProfile::cpu ? "cpu" : "gpu"}};
-      out.tasks.push_back({emit_task(*g, *values, cost, fmt::format("synth_{}_{:06d}", o.seed, index), std::move(meta)), hash});
+      const std::string id = fmt::format("synth_{}_{:06d}", o.seed, index);
+      if (o.with_solutions) {
+        const auto solution = emit_solution(*g, *values, id);
+        meta["has_solution"] = solution.has_value();
+        if (solution) {
+          meta["solution"] = solution->code;
+          meta["plan"] = solution->plan;
+        }
+      }
+      out.tasks.push_back({emit_task(*g, *values, cost, id, std::move(meta)), hash});
       picker.count(*g);
       done = true;
     }
@@ -155,7 +164,7 @@ Json coverage_stats(const std::vector<Task>& tasks, const std::vector<Category>&
   std::set<std::pair<std::string, std::string>> pairs;
   std::map<int, std::int64_t> difficulties;
   std::vector<double> flops, est_ms;
-  std::int64_t draws = 0, outside = 0;
+  std::int64_t draws = 0, outside = 0, with_solution = 0, asked = 0;
   for (const auto& t : tasks) {
     const Json ops_of = t.meta.value("ops", Json::array());
     for (std::size_t i = 0; i < ops_of.size(); ++i) {
@@ -169,6 +178,10 @@ Json coverage_stats(const std::vector<Task>& tasks, const std::vector<Category>&
       if (i > 0) pairs.insert({ops_of[i - 1].get<std::string>(), name});
     }
     if (t.meta.contains("difficulty")) ++difficulties[t.meta["difficulty"].get<int>()];
+    if (t.meta.contains("has_solution")) {
+      ++asked;
+      with_solution += t.meta["has_solution"].get<bool>();
+    }
     if (t.meta.contains("flops")) flops.push_back(t.meta["flops"].get<double>());
     if (t.meta.contains("est_ms")) est_ms.push_back(t.meta["est_ms"].get<double>());
   }
@@ -195,6 +208,7 @@ Json coverage_stats(const std::vector<Task>& tasks, const std::vector<Category>&
           {"pairs_covered", pairs.size()},
           {"pairs_possible", counts.size() * counts.size()},
           {"difficulty", diff},
+          {"with_solution", asked ? Json{{"tasks", with_solution}, {"share", static_cast<double>(with_solution) / static_cast<double>(asked)}} : Json()},
           {"flops", range_of(flops)},
           {"est_ms", range_of(est_ms)}};
 }

@@ -49,7 +49,9 @@ const std::set<std::string>& torch_allowed() {
       "result_type", "finfo", "iinfo", "get_default_dtype", "no_grad", "inference_mode", "enable_grad",
       "is_floating_point", "is_grad_enabled", "set_grad_enabled", "dtype", "strided", "contiguous_format",
       "cuda.synchronize", "cuda.current_device", "cuda.device", "cuda.get_device_properties", "cuda.is_available",
-      "cuda.device_count", "cuda.get_device_capability", "nn.Parameter", "nn.Module", "Tensor", "cuda.empty_cache"};
+      "cuda.device_count", "cuda.get_device_capability", "nn.Parameter", "nn.Module", "Tensor", "cuda.empty_cache",
+      // the function forms of the views the docs allow as methods
+      "flatten", "reshape", "permute", "transpose", "t", "squeeze", "unsqueeze", "narrow", "movedim", "swapaxes"};
   return s;
 }
 

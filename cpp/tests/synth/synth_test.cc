@@ -5,6 +5,7 @@
 
 #include "../../src/synth/shapes.h"
 #include "tritium/synth.h"
+#include "tritium/verify.h"
 
 namespace tritium::synth {
 namespace {
@@ -147,6 +148,31 @@ TEST(Synthesize, CoversTheCatalogUniformly) {
   EXPECT_EQ(stats["ops_missing"].get<int>(), 0);
   EXPECT_TRUE(stats["chi_square"]["uniform_at_0.01"].get<bool>()) << stats["chi_square"].dump();
   EXPECT_EQ(stats["ops"].get<std::size_t>(), catalog().size());
+}
+
+TEST(Synthesize, EveryTaskOfTheEmittersCategoriesGetsASolutionThatPassesTheVerifier) {
+  auto o = options(300, 1, 4, 17);
+  o.with_solutions = true;
+  o.categories = {Category::unary, Category::binary, Category::scalar, Category::select, Category::reduction,
+                  Category::softmax, Category::linalg, Category::shape};
+  const auto tasks = synthesize(o);
+  ASSERT_TRUE(tasks);
+  for (const auto& t : *tasks) {
+    ASSERT_TRUE(t.task.meta["has_solution"].get<bool>()) << t.task.meta["ops"].dump();
+    const std::string code = t.task.meta["solution"].get<std::string>();
+    const auto v = verify_code(code, t.task.source);
+    EXPECT_EQ(v.status, "valid") << t.task.id << "\n" << to_json(v).dump() << "\n" << code;
+    EXPECT_FALSE(t.task.meta["plan"].get<std::string>().empty());
+  }
+}
+
+TEST(Synthesize, ConvolutionsGetNoSolution) {
+  auto o = options(20, 1, 2);
+  o.with_solutions = true;
+  o.categories = {Category::conv};
+  const auto tasks = synthesize(o);
+  ASSERT_TRUE(tasks);
+  for (const auto& t : *tasks) EXPECT_FALSE(t.task.meta["has_solution"].get<bool>());
 }
 
 TEST(Synthesize, RejectsBadOptionsWithAMessage) {

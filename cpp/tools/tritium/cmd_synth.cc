@@ -89,6 +89,34 @@ int validate(const std::vector<synth::SynthTask>& tasks, const SynthCliOptions& 
   return check->failed() == 0 ? kOk : kFailures;
 }
 
+// Every reference solution judged by the evaluation engine against its task: all must be correct.
+int validate_solutions(const std::vector<synth::SynthTask>& tasks, const SynthCliOptions& o) {
+  std::vector<EvalItem> items;
+  for (const auto& t : tasks)
+    if (t.task.meta.contains("solution"))
+      items.push_back({t.task.id, t.task, t.task.meta["solution"].get<std::string>(), false, Json::object()});
+  EngineOptions options;
+  options.python = o.runner.python;
+  options.device = o.runner.device;
+  auto engine = Engine::create(options);
+  if (!engine) return fail(kEnvironment, engine.error().message);
+  Progress progress(items.size());
+  std::size_t done = 0;
+  const auto verdicts = (*engine)->evaluate(items, [&](std::size_t, std::size_t, const Verdict& v) {
+    progress.clear();
+    if (v.status != "correct" && !o.json) std::cout << fmt::format("FAIL  {}  solution {}: {}\n", v.task_id, v.status, v.message);
+    progress.update(++done, v.task_id);
+  });
+  progress.clear();
+  const auto correct = std::count_if(verdicts.begin(), verdicts.end(), [](const Verdict& v) { return v.status == "correct"; });
+  if (o.json)
+    print_json({{"solutions", items.size()}, {"correct", correct}, {"of_tasks", tasks.size()}});
+  else
+    std::cout << fmt::format("solutions: {} of {} tasks have one; {} correct under the engine ({})\n", items.size(),
+                             tasks.size(), correct, (*engine)->info().value("device", std::string()));
+  return static_cast<std::size_t>(correct) == items.size() ? kOk : kFailures;
+}
+
 int run_synth(SynthCliOptions& o) {
   if (auto e = parse_difficulty(o.difficulty, o.synth)) return fail(kUsage, e->message);
   auto categories = parse_categories(o.ops);
@@ -108,7 +136,11 @@ int run_synth(SynthCliOptions& o) {
     std::cerr << fmt::format("{} tasks in {:.2f} s ({:.0f} tasks/s) -> {}\n", tasks->size(), seconds,
                              static_cast<double>(tasks->size()) / seconds, o.out);
   }
-  return o.validate ? validate(*tasks, o) : kOk;
+  if (!o.validate) return kOk;
+  const int references = validate(*tasks, o);
+  if (!o.synth.with_solutions) return references;
+  const int solutions = validate_solutions(*tasks, o);
+  return references == kOk ? solutions : references;
 }
 
 int run_stats(const SynthCliOptions& o) {
@@ -156,7 +188,10 @@ void add_synth_command(CLI::App& root, Commands& commands) {
       ->capture_default_str();
   app->add_option("--out", o->out, "A .jsonl suite, or a directory of .py tasks plus meta.jsonl (default: stdout)");
   app->add_option("--threads", o->synth.threads, "Threads (the output does not depend on it)")->capture_default_str();
-  app->add_flag("--validate", o->validate, "Run every task's reference in the runner (--device) and report failures");
+  app->add_flag("--with-solutions", o->synth.with_solutions,
+                "Add a reference Triton ModelNew and its plan (meta.solution, meta.plan) where the emitter can");
+  app->add_flag("--validate", o->validate,
+                "Run every task's reference in the runner (--device), and judge every solution with the engine");
   app->add_option("--device", o->runner.device, "Where --validate runs references")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
