@@ -23,7 +23,6 @@ bool uses(const OpSpec& op, std::string_view placeholder) {
   return op.code.find(placeholder) != std::string_view::npos || op.module.find(placeholder) != std::string_view::npos;
 }
 
-std::string number(double x) { return fmt::format("{}", x); }
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t x) {
   h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
@@ -64,6 +63,14 @@ std::string SizeNames::declarations() const {
   std::string out;
   for (int r : order_) out += fmt::format("{} = {}\n", names_.at(r), values_[r]);
   return out;
+}
+
+std::string number(double x) { return fmt::format("{}", x); }
+
+std::vector<std::int64_t> solved_shape(const TensorNode& t, const std::vector<std::int64_t>& values) {
+  std::vector<std::int64_t> shape;
+  for (int d : t.dims) shape.push_back(values[d]);
+  return shape;
 }
 
 std::string substitute(std::string_view text, const std::map<std::string, std::string>& args) {
@@ -232,16 +239,8 @@ Task emit_task(const Graph& g, const std::vector<std::int64_t>& values, const Es
   for (int t : outputs) output_names.push_back(fmt::format("t{}", t));
 
   Json shapes = {{"inputs", Json::array()}, {"outputs", Json::array()}};
-  for (int t : inputs) {
-    Json dims = Json::array();
-    for (int d : g.tensors[t].dims) dims.push_back(values[d]);
-    shapes["inputs"].push_back(dims);
-  }
-  for (int t : outputs) {
-    Json dims = Json::array();
-    for (int d : g.tensors[t].dims) dims.push_back(values[d]);
-    shapes["outputs"].push_back(dims);
-  }
+  for (int t : inputs) shapes["inputs"].push_back(solved_shape(g.tensors[t], values));
+  for (int t : outputs) shapes["outputs"].push_back(solved_shape(g.tensors[t], values));
   const std::string declarations = sizes.declarations();
   std::string source = fmt::format(
       "\"\"\"Synthesized by tritium synth (seed {}, index {}): {} compute operator{}.\n\n{}\n\"\"\"\n\n"

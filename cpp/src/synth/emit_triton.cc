@@ -19,8 +19,6 @@ bool is_elementwise(const OpNode& n) {
   return !t.empty() && t != "row" && t != "matmul" && t != "view";
 }
 
-std::string number(double x) { return fmt::format("{}", x); }
-
 constexpr std::string_view kElementwiseHelper = R"PY(
 def _ew_layout(inputs):
     """Output, size, padded shape and broadcast strides of a fused elementwise kernel's launch."""
@@ -174,11 +172,7 @@ std::string row_kernel_source(std::string_view op, const RowKernel& k) {
 std::vector<int> fusion_roots(const Graph& g, const std::vector<std::int64_t>& values) {
   std::vector<int> producer(g.tensors.size(), -1), root(g.nodes.size());
   for (std::size_t i = 0; i < g.nodes.size(); ++i) producer[g.nodes[i].out] = static_cast<int>(i);
-  auto shape = [&](int t) {
-    std::vector<std::int64_t> s;
-    for (int d : g.tensors[t].dims) s.push_back(values[d]);
-    return s;
-  };
+  auto shape = [&](int t) { return solved_shape(g.tensors[t], values); };
   for (int i = static_cast<int>(g.nodes.size()) - 1; i >= 0; --i) {
     root[i] = i;
     const OpNode& n = g.nodes[i];

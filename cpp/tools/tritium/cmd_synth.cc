@@ -32,8 +32,7 @@ Result<std::vector<synth::Category>> parse_categories(const std::string& list) {
 std::optional<Error> parse_difficulty(const std::string& text, synth::SynthOptions& o) {
   const std::size_t dash = text.find('-');
   try {
-    std::size_t used = 0;
-    o.min_difficulty = std::stoi(text.substr(0, dash), &used);
+    o.min_difficulty = std::stoi(text.substr(0, dash));
     o.max_difficulty = dash == std::string::npos ? o.min_difficulty : std::stoi(text.substr(dash + 1));
   } catch (const std::exception&) {
     return Error{fmt::format("--difficulty '{}': expected K or K1-K2, e.g. 3 or 1-8", text)};
