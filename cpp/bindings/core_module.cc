@@ -125,24 +125,8 @@ class PyEngine {
 
   // Items that cannot be used get an "error" verdict in their place; the rest are evaluated.
   std::string evaluate_json(const std::string& items_json) {
-    const auto items = tritium::Json::parse(items_json);
-    std::vector<tritium::EvalItem> good;
-    std::vector<std::pair<std::size_t, std::string>> bad;
-    std::vector<std::size_t> positions;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      auto item = tritium::eval_item_from_json(items[i], {}, "item " + std::to_string(i));
-      if (item) {
-        good.push_back(std::move(*item));
-        positions.push_back(i);
-      } else {
-        bad.emplace_back(i, item.error().message);
-      }
-    }
-    const auto verdicts = engine_->evaluate(good);
     tritium::Json out = tritium::Json::array();
-    for (std::size_t i = 0; i < items.size(); ++i) out.push_back(nullptr);
-    for (std::size_t k = 0; k < verdicts.size(); ++k) out[positions[k]] = tritium::to_json(verdicts[k]);
-    for (const auto& [i, message] : bad) out[i] = {{"candidate_id", "item " + std::to_string(i)}, {"status", "error"}, {"message", message}, {"correct", false}};
+    for (const auto& v : tritium::evaluate_items(*engine_, tritium::Json::parse(items_json))) out.push_back(tritium::to_json(v));
     return out.dump();
   }
 

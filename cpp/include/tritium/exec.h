@@ -121,6 +121,7 @@ struct EvalItem {
 /// where `timing_note` says so, and whenever the candidate is not correct.
 struct Verdict {
   std::string candidate_id, task_id;
+  std::optional<int> level;  // the task's KernelBench level, when it has one
   std::string status;   // invalid_syntax ... correct, or "error" when the engine could not judge
   std::string message;  // one line: why this status
   std::vector<Finding> findings;
@@ -178,6 +179,13 @@ class Engine {
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+/// Evaluates JSON batch items (see eval_item_from_json; `tasks` resolves "task_id"). An item that
+/// cannot be used gets an "error" verdict in its place; the verdicts keep the items' order.
+std::vector<Verdict> evaluate_items(Engine& engine, const Json& items, const Suite& tasks = {});
+
+/// The verdict of an item the engine could not judge: status "error" and why.
+Verdict error_verdict(const std::string& candidate_id, const std::string& message);
 
 /// Statuses from the first failing stage to `correct` (DESIGN.md), then "error".
 const std::vector<std::string>& verdict_statuses();

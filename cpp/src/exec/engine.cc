@@ -331,27 +331,36 @@ struct Engine::Impl {
     }
   }
 
+  static std::string code_of(const EvalItem& item) {
+    return item.is_response ? extract_response(item.code).code : item.code;
+  }
+
+  // The cached verdict of an item, relabelled for this item; cheap enough for the caller's thread.
+  std::optional<Verdict> cached(const EvalItem& item) {
+    if (!cache) return std::nullopt;
+    const auto start = Clock::now();
+    auto hit = cache->get(cache_key_for(item.task, code_of(item)));
+    if (!hit) return std::nullopt;
+    Verdict v = verdict_from_json(*hit);
+    v.candidate_id = item.id;
+    v.meta = item.meta;
+    v.level = item.task.level;
+    v.cache_hit = true;
+    v.eval_ms = ms_since(start);
+    return v;
+  }
+
   Verdict evaluate_one(int slot, const EvalItem& item) {
     const auto start = Clock::now();
     Verdict v;
     v.candidate_id = item.id;
     v.task_id = item.task.id;
+    v.level = item.task.level;
     v.device = device;
     v.profile = options.profile;
     v.meta = item.meta;
-    std::string code = item.code;
-    if (item.is_response) code = extract_response(item.code).code;
+    const std::string code = code_of(item);
     const std::string key = cache_key_for(item.task, code);
-    if (cache) {
-      if (auto hit = cache->get(key)) {
-        Verdict cached = verdict_from_json(*hit);
-        cached.candidate_id = item.id;
-        cached.meta = item.meta;
-        cached.cache_hit = true;
-        cached.eval_ms = ms_since(start);
-        return cached;
-      }
-    }
     if (code.empty()) {
       v.status = "invalid_syntax";
       v.message = "the response holds no Python code block";
@@ -440,7 +449,14 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
   std::mutex mutex;
   std::condition_variable finished;
   std::size_t done = 0;
-  for (std::size_t i = 0; i < items.size(); ++i)
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (auto hit = impl_->cached(items[i])) {  // no queueing behind slow candidates for a repeat
+      verdicts[i] = std::move(*hit);
+      std::lock_guard lock(mutex);
+      ++done;
+      if (progress) progress(done, items.size(), verdicts[i]);
+      continue;
+    }
     impl_->submit([&, i](int slot) {
       verdicts[i] = impl_->evaluate_one(slot, items[i]);
       std::lock_guard lock(mutex);
@@ -448,9 +464,37 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
       if (progress) progress(done, items.size(), verdicts[i]);
       finished.notify_one();
     });
+  }
   std::unique_lock lock(mutex);
   finished.wait(lock, [&] { return done == items.size(); });
   return verdicts;
+}
+
+std::vector<Verdict> evaluate_items(Engine& engine, const Json& items, const Suite& tasks) {
+  std::vector<EvalItem> good;
+  std::vector<std::size_t> positions;
+  std::vector<Verdict> out(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string where = "item " + std::to_string(i);
+    auto item = eval_item_from_json(items[i], tasks, where);
+    if (!item) {
+      out[i] = error_verdict(where, item.error().message);
+      continue;
+    }
+    good.push_back(std::move(*item));
+    positions.push_back(i);
+  }
+  auto verdicts = engine.evaluate(good);
+  for (std::size_t k = 0; k < verdicts.size(); ++k) out[positions[k]] = std::move(verdicts[k]);
+  return out;
+}
+
+Verdict error_verdict(const std::string& candidate_id, const std::string& message) {
+  Verdict v;
+  v.candidate_id = candidate_id;
+  v.status = "error";
+  v.message = message;
+  return v;
 }
 
 Json Engine::info() const {

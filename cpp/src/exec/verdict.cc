@@ -20,6 +20,7 @@ Json to_json(const Verdict& v) {
   for (const auto& f : v.findings) findings.push_back(to_json(f));
   return {{"candidate_id", v.candidate_id},
           {"task_id", v.task_id},
+          {"level", v.level ? Json(*v.level) : Json(nullptr)},
           {"status", v.status},
           {"message", v.message},
           {"findings", findings},
@@ -51,6 +52,7 @@ Verdict verdict_from_json(const Json& j) {
   Verdict v;
   v.candidate_id = j.value("candidate_id", std::string());
   v.task_id = j.value("task_id", std::string());
+  if (j.contains("level") && j["level"].is_number_integer()) v.level = j["level"].get<int>();
   v.status = j.value("status", std::string("error"));
   v.message = j.value("message", std::string());
   for (const auto& f : j.value("findings", Json::array()))

@@ -74,4 +74,33 @@ void add_help_command(CLI::App& root, Commands& commands) {
                       }});
 }
 
+EngineOptions EngineFlags::options() const {
+  EngineOptions o = engine;
+  o.seed = seed;
+  o.static_check = !no_static;
+  o.timing = !no_timing;
+  return o;
+}
+
+void add_engine_flags(CLI::App* app, EngineFlags& f) {
+  app->add_option("--device", f.engine.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  app->add_option("--profile", f.engine.profile, "Tolerance profile: kernelbench, strict, legacy")->capture_default_str();
+  app->add_option("--trials", f.engine.trials, "Checked trials per candidate (at least 5)")->capture_default_str();
+  app->add_option("--jobs", f.engine.jobs, "Candidate workers (0: one per core; at most 8 on a GPU)")->capture_default_str();
+  app->add_option("--timeout", f.engine.timeout_s, "Seconds each candidate may take")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--seed", f.seed, "Engine seed (default: drawn afresh; set it to reproduce a run)");
+  app->add_option("--cache", f.engine.cache, "SQLite verdict cache file (a repeated candidate is not rerun)");
+  app->add_option("--memory-gb", f.engine.memory_gb,
+                  "Memory per candidate worker beyond the runtime, CPU only (0: 60% of RAM shared among the jobs)")
+      ->capture_default_str();
+  app->add_option("--python", f.engine.python,
+                  "Python for the runners (default: $TRITIUM_PYTHON, the python3 beside tritium, or python3)");
+  app->add_flag("--no-static", f.no_static, "Skip the static verifier: only the runtime checks judge");
+  app->add_flag("--no-timing", f.no_timing, "Do not time on the GPU (correctness only)");
+  app->add_flag("--keep-files", f.engine.keep_files, "Keep the work directory's files (debugging)");
+  app->add_option("--work-dir", f.engine.work_dir, "Work directory (default: a fresh temporary one)");
+}
+
 }  // namespace tritium::cli

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tritium/core.h"
+#include "tritium/exec.h"
 
 namespace tritium::cli {
 
@@ -37,6 +38,17 @@ void add_parse_command(CLI::App& root, Commands& commands);
 void add_verify_command(CLI::App& root, Commands& commands);
 void add_eval_command(CLI::App& root, Commands& commands);
 void add_synth_command(CLI::App& root, Commands& commands);
+void add_report_command(CLI::App& root, Commands& commands);
+void add_serve_command(CLI::App& root, Commands& commands);  // when built with cpp-httplib
+
+/// The engine's flags, shared by every command that evaluates (eval, serve).
+struct EngineFlags {
+  EngineOptions engine;
+  std::optional<std::uint64_t> seed;
+  bool no_static = false, no_timing = false;
+  EngineOptions options() const;  // the flags applied
+};
+void add_engine_flags(CLI::App* app, EngineFlags& flags);
 
 /// Prints "tritium: error: MESSAGE" on stderr and returns `code`.
 int fail(int code, const std::string& message);

@@ -14,9 +14,8 @@ namespace {
 struct EvalOptions {
   std::vector<std::string> positional;  // TASK.py CANDIDATE.py
   std::string tasks, candidates, out;
-  bool json = false, no_static = false, no_timing = false;
-  std::optional<std::uint64_t> seed;
-  EngineOptions engine;
+  bool json = false;
+  EngineFlags engine;
 };
 
 std::string fmt_opt(const std::optional<double>& v, const char* spec = "{:.3f}") {
@@ -32,13 +31,7 @@ void print_verdict(const Verdict& v) {
   std::cout.flush();
 }
 
-Verdict problem_verdict(const SuiteProblem& p) {
-  Verdict v;
-  v.candidate_id = p.origin;
-  v.status = "error";
-  v.message = p.message;
-  return v;
-}
+Verdict problem_verdict(const SuiteProblem& p) { return error_verdict(p.origin, p.message); }
 
 void print_summary(const std::vector<Verdict>& verdicts, const Json& info, double seconds) {
   std::map<std::string, int> counts;
@@ -77,11 +70,8 @@ int run_eval(EvalOptions& o) {
     out.open(o.out);
     if (!out) return fail(kUsage, fmt::format("cannot write {}", o.out));
   }
-  o.engine.seed = o.seed;
-  o.engine.static_check = !o.no_static;
-  o.engine.timing = !o.no_timing;
   const auto start = std::chrono::steady_clock::now();
-  auto engine = Engine::create(o.engine);
+  auto engine = Engine::create(o.engine.options());
   if (!engine) return fail(kEnvironment, engine.error().message);
 
   std::vector<Verdict> verdicts;
@@ -125,24 +115,8 @@ void add_eval_command(CLI::App& root, Commands& commands) {
   app->add_option("--candidates", o->candidates,
                   "Candidates: a directory of <task id>.py (or <task id>/<sample>.py), or a JSONL of "
                   "{\"task_id\", \"code\" | \"response\", \"id\"?, \"group\"?, \"sample\"?}");
-  app->add_option("--device", o->engine.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
-  app->add_option("--profile", o->engine.profile, "Tolerance profile: kernelbench, strict, legacy")->capture_default_str();
-  app->add_option("--trials", o->engine.trials, "Checked trials per candidate (at least 5)")->capture_default_str();
-  app->add_option("--jobs", o->engine.jobs, "Candidate workers (0: one per core; at most 8 on a GPU)")->capture_default_str();
-  app->add_option("--timeout", o->engine.timeout_s, "Seconds each candidate may take")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app->add_option("--seed", o->seed, "Engine seed (default: drawn afresh; set it to reproduce a run)");
-  app->add_option("--cache", o->engine.cache, "SQLite verdict cache file (a repeated candidate is not rerun)");
-  app->add_option("--memory-gb", o->engine.memory_gb, "Memory per candidate worker beyond the runtime, CPU only (0: 60% of RAM shared among the jobs)")
-      ->capture_default_str();
+  add_engine_flags(app, o->engine);
   app->add_option("--out", o->out, "Write the verdicts as JSONL here");
-  app->add_option("--python", o->engine.python,
-                  "Python for the runners (default: $TRITIUM_PYTHON, the python3 beside tritium, or python3)");
-  app->add_flag("--no-static", o->no_static, "Skip the static verifier: only the runtime checks judge");
-  app->add_flag("--no-timing", o->no_timing, "Do not time on the GPU (correctness only)");
-  app->add_flag("--keep-files", o->engine.keep_files, "Keep the work directory's files (debugging)");
-  app->add_option("--work-dir", o->engine.work_dir, "Work directory (default: a fresh temporary one)");
   app->add_flag("--json", o->json, "Print one JSON document instead of text");
   commands.push_back({app, [o]() -> int { return run_eval(*o); }});
 }

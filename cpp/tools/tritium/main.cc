@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   add_verify_command(app, commands);
   add_eval_command(app, commands);
   add_synth_command(app, commands);
+  add_report_command(app, commands);
+#ifdef TRITIUM_HAS_SERVE
+  add_serve_command(app, commands);
+#endif
 
   try {
     app.parse(argc, argv);

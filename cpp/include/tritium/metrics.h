@@ -1,0 +1,109 @@
+// tritium/metrics.h: published numbers from verdicts, and the reports that show them
+// (docs/metrics.md).
+//
+// Pure functions of verdicts: unbiased pass@k, fast_p (against eager and torch.compile), mean
+// speedups, the status breakdown of TritonRL's Figure 5, per KernelBench level and per rule; then
+// Markdown, JSON and self-contained HTML (inline SVG charts) reports of one or more runs.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tritium/core.h"
+#include "tritium/exec.h"
+
+namespace tritium {
+
+/// Unbiased pass@k from n samples of which c are correct: 1 - C(n-c, k) / C(n, k), computed as a
+/// product (no overflow). Requires 1 <= k <= n and 0 <= c <= n.
+double pass_at_k(int n, int c, int k);
+
+/// Which k and p values to report.
+struct MetricsOptions {
+  std::vector<int> ks = {1, 5, 10};
+  std::vector<double> ps = {0.0, 1.0, 1.5, 2.0};
+};
+
+/// One task's samples: how many, how many correct, how many correct and faster than each p.
+struct TaskTally {
+  std::string task_id;
+  int samples = 0, correct = 0;
+  std::vector<int> faster_eager, faster_compile;  // per MetricsOptions::ps; empty when untimed
+};
+
+/// A speedup distribution's summary; unset when there is nothing to summarise.
+struct SpeedupSummary {
+  std::size_t n = 0;
+  std::optional<double> geomean, mean, median, min, max;
+};
+
+/// pass@k or fast_p@k over a set of tasks: the mean over the tasks with at least k samples.
+struct AtK {
+  int k = 1;
+  double p = 0;                 // fast_p only
+  std::optional<double> value;  // unset when no task has k samples (or, for fast_p, no timing)
+  std::size_t tasks = 0;        // tasks that counted
+};
+
+/// Metrics of one set of verdicts (a run, or one level of it).
+struct Summary {
+  std::size_t samples = 0;
+  std::vector<TaskTally> tasks;                 // by task id
+  std::map<std::string, std::size_t> statuses;  // every status of verdict_statuses(), zeros included
+  std::map<std::string, std::size_t> stages;    // Figure 5: syntax, functionality, compile, runtime,
+                                                // incorrect, correct, error (see docs/metrics.md)
+  std::map<std::string, std::size_t> rules;     // samples with an error finding of each rule id
+  std::vector<AtK> pass;                        // per k
+  std::vector<AtK> fast_eager, fast_compile;    // per (p, k)
+  bool timed = false;                           // some correct sample has a measured speedup
+  // Speedups of the correct, timed samples; and of all samples with the convention that a sample
+  // that is not correct counts as 1.0 (the PyTorch reference stays in place).
+  SpeedupSummary correct_eager, correct_compile, all_eager, all_compile;
+  std::vector<double> eager_speedups;  // of the correct, timed samples, ascending (for charts)
+};
+
+/// Metrics of a run, overall and per KernelBench level (a verdict's `level`, else a `levelN`
+/// component of its task id; verdicts with neither are counted only overall).
+struct Metrics {
+  MetricsOptions options;
+  Summary overall;
+  std::map<int, Summary> levels;
+};
+
+Metrics compute_metrics(std::span<const Verdict> verdicts, const MetricsOptions& options = {});
+
+/// pass@k for k = 1 .. the fewest samples of a task, so every point averages the same tasks.
+std::vector<AtK> pass_curve(const Summary& summary);
+
+/// The Figure 5 stage of a status ("syntax" ... "correct", or "error").
+std::string stage_of(const std::string& status);
+/// The stages in display order.
+const std::vector<std::string>& stages();
+
+Json to_json(const Summary& summary);
+Json to_json(const Metrics& metrics);  // {options, overall, levels: {"1": ..., "2": ...}}
+
+// ---- Reports ------------------------------------------------------------------------------------
+
+/// One run in a report: a name (the verdict file's stem), where it came from, its metrics.
+struct RunReport {
+  std::string name, source;
+  Metrics metrics;
+  std::size_t problems = 0;  // verdict lines that could not be read
+};
+
+/// Loads verdicts from a JSONL file (one verdict per line, as `tritium eval --out` writes them);
+/// unreadable lines are counted in `problems` and skipped. Errors when the file cannot be read.
+Result<std::vector<Verdict>> load_verdicts(const std::filesystem::path& path, std::size_t* problems = nullptr);
+
+std::string report_markdown(std::span<const RunReport> runs);
+Json report_json(std::span<const RunReport> runs);
+/// A self-contained HTML page (no scripts, no external files) with SVG charts: status breakdown
+/// per run and level, speedup distribution, pass@k curve.
+std::string report_html(std::span<const RunReport> runs);
+
+}  // namespace tritium

@@ -1,0 +1,52 @@
+// tritium/serve.h: the HTTP face of verify, evaluate and reward, for RL frameworks (docs/serve.md).
+//
+// Routes: POST /v1/verify, /v1/evaluate, /v1/reward, OpenRLHF's POST /get_reward, GET /healthz,
+// GET /metrics (Prometheus text). Requests carry DESIGN.md's batch items; a bad item gets an
+// "error" verdict in its place and the rest go on. Overload is refused early (429), never queued
+// without bound; a drain (SIGTERM) finishes the work in flight and refuses new work (503).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "tritium/core.h"
+#include "tritium/exec.h"
+#include "tritium/reward.h"
+
+namespace tritium {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                     // 0: any free port (see Server::port)
+  std::string token;                   // bearer token every route but /healthz needs; empty: none
+  std::string tasks;                   // a suite, so items may name tasks by "task_id"
+  EngineOptions engine;
+  Json reward = Json::object();        // the default reward config (a request may override keys)
+  std::size_t max_body_bytes = 16u << 20;
+  std::size_t max_items = 1024;        // per request
+  std::size_t max_pending = 4096;      // items evaluating at once, over all requests, before 429
+  double request_timeout_s = 1800;     // an evaluating request answers 504 after this
+  double drain_timeout_s = 600;        // a drain waits this long for the work in flight
+  int threads = 64;                    // HTTP worker threads (a keep-alive connection holds one)
+};
+
+/// A running server. create() starts the engine and binds; run() serves until drain() ends it.
+class Server {
+ public:
+  static Result<std::unique_ptr<Server>> create(ServeOptions options);
+  ~Server();
+  int port() const;
+  /// Serves on the calling thread; returns after drain() has finished the work in flight.
+  void run();
+  /// Thread-safe: refuse new work with 503, wait for the work in flight, then stop run().
+  void drain();
+
+  struct Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tritium

@@ -1,0 +1,171 @@
+// Metrics of verdicts (docs/metrics.md): tallies per task, then pass@k, fast_p, speedups, stages.
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "tritium/metrics.h"
+
+namespace tritium {
+namespace {
+
+std::optional<double> speedup(const Verdict& v, bool compile) {
+  const auto& s = compile ? v.speedup_compile : v.speedup_eager;
+  if (v.status == "correct" && s && std::isfinite(*s) && *s > 0) return s;
+  return std::nullopt;
+}
+
+SpeedupSummary summarise(std::vector<double> xs) {
+  SpeedupSummary s;
+  s.n = xs.size();
+  if (xs.empty()) return s;
+  std::sort(xs.begin(), xs.end());
+  double sum = 0, logs = 0;
+  for (double x : xs) sum += x, logs += std::log(x);
+  const auto n = static_cast<double>(xs.size());
+  s.mean = sum / n;
+  s.geomean = std::exp(logs / n);
+  const std::size_t mid = xs.size() / 2;
+  s.median = xs.size() % 2 ? xs[mid] : (xs[mid - 1] + xs[mid]) / 2;
+  s.min = xs.front();
+  s.max = xs.back();
+  return s;
+}
+
+// pass@k-style means over the tasks with at least k samples; `count` picks the successes.
+template <class Count>
+AtK mean_at_k(const std::vector<TaskTally>& tasks, int k, Count count) {
+  AtK a;
+  a.k = k;
+  double sum = 0;
+  for (const auto& t : tasks) {
+    const auto c = count(t);
+    if (t.samples < k || !c) continue;
+    sum += pass_at_k(t.samples, *c, k);
+    ++a.tasks;
+  }
+  if (a.tasks) a.value = sum / static_cast<double>(a.tasks);
+  return a;
+}
+
+std::vector<AtK> fast_at(const std::vector<TaskTally>& tasks, const MetricsOptions& o, bool compile) {
+  std::vector<AtK> out;
+  for (std::size_t pi = 0; pi < o.ps.size(); ++pi)
+    for (int k : o.ks) {
+      AtK a = mean_at_k(tasks, k, [&](const TaskTally& t) -> std::optional<int> {
+        const auto& f = compile ? t.faster_compile : t.faster_eager;
+        if (f.empty()) return std::nullopt;
+        return f[pi];
+      });
+      a.p = o.ps[pi];
+      out.push_back(a);
+    }
+  return out;
+}
+
+Summary summarise_verdicts(const std::vector<const Verdict*>& verdicts, const MetricsOptions& o) {
+  Summary s;
+  s.samples = verdicts.size();
+  for (const auto& status : verdict_statuses()) s.statuses[status] = 0;
+  for (const auto& stage : stages()) s.stages[stage] = 0;
+  std::map<std::string, TaskTally> tallies;
+  std::map<std::string, bool> task_timed;
+  std::vector<double> ce, cc, ae, ac;
+  for (const Verdict* v : verdicts) {
+    ++s.statuses[v->status];
+    ++s.stages[stage_of(v->status)];
+    std::vector<std::string> seen;
+    for (const auto& f : v->findings)
+      if (f.severity == "error" && std::find(seen.begin(), seen.end(), f.rule) == seen.end()) {
+        seen.push_back(f.rule);
+        ++s.rules[f.rule];
+      }
+    TaskTally& t = tallies[v->task_id];
+    t.task_id = v->task_id;
+    t.faster_eager.resize(o.ps.size());
+    t.faster_compile.resize(o.ps.size());
+    ++t.samples;
+    const bool correct = v->status == "correct";
+    t.correct += correct;
+    const auto se = speedup(*v, false), sc = speedup(*v, true);
+    task_timed[v->task_id] = task_timed[v->task_id] || se || sc;
+    for (std::size_t pi = 0; pi < o.ps.size(); ++pi) {
+      t.faster_eager[pi] += se && *se > o.ps[pi];
+      t.faster_compile[pi] += sc && *sc > o.ps[pi];
+    }
+    if (se) ce.push_back(*se);
+    if (sc) cc.push_back(*sc);
+    ae.push_back(se.value_or(1.0));
+    ac.push_back(sc.value_or(1.0));
+  }
+  s.timed = !ce.empty() || !cc.empty();
+  for (auto& [id, t] : tallies) {
+    // Without any timing, fast_p is unknown rather than 0 (a CPU run measures no speed).
+    if (!s.timed) t.faster_eager.clear(), t.faster_compile.clear();
+    s.tasks.push_back(std::move(t));
+  }
+  for (int k : o.ks) s.pass.push_back(mean_at_k(s.tasks, k, [](const TaskTally& t) -> std::optional<int> { return t.correct; }));
+  s.fast_eager = fast_at(s.tasks, o, false);
+  s.fast_compile = fast_at(s.tasks, o, true);
+  s.eager_speedups = ce;
+  std::sort(s.eager_speedups.begin(), s.eager_speedups.end());
+  s.correct_eager = summarise(ce);
+  s.correct_compile = summarise(cc);
+  if (!ce.empty()) s.all_eager = summarise(ae);
+  if (!cc.empty()) s.all_compile = summarise(ac);
+  return s;
+}
+
+std::optional<int> level_of(const Verdict& v) {
+  if (v.level) return v.level;
+  return level_from_path(v.task_id);
+}
+
+}  // namespace
+
+double pass_at_k(int n, int c, int k) {
+  assert(k >= 1 && k <= n && c >= 0 && c <= n);
+  if (n - c < k) return 1.0;
+  double miss = 1.0;  // C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k/i)
+  for (int i = n - c + 1; i <= n; ++i) miss *= 1.0 - static_cast<double>(k) / i;
+  return 1.0 - miss;
+}
+
+const std::vector<std::string>& stages() {
+  static const std::vector<std::string> kStages{"syntax", "functionality", "compile", "runtime",
+                                                "incorrect", "correct", "error"};
+  return kStages;
+}
+
+std::string stage_of(const std::string& status) {
+  if (status == "invalid_syntax") return "syntax";
+  if (status == "invalid_functionality" || status == "hack") return "functionality";
+  if (status == "compile_error") return "compile";
+  if (status == "runtime_error" || status == "timeout") return "runtime";
+  if (status == "incorrect" || status == "correct") return status;
+  return "error";
+}
+
+Metrics compute_metrics(std::span<const Verdict> verdicts, const MetricsOptions& options) {
+  Metrics m;
+  m.options = options;
+  std::vector<const Verdict*> all;
+  std::map<int, std::vector<const Verdict*>> by_level;
+  for (const auto& v : verdicts) {
+    all.push_back(&v);
+    if (auto level = level_of(v)) by_level[*level].push_back(&v);
+  }
+  m.overall = summarise_verdicts(all, options);
+  for (const auto& [level, vs] : by_level) m.levels[level] = summarise_verdicts(vs, options);
+  return m;
+}
+
+std::vector<AtK> pass_curve(const Summary& s) {
+  int fewest = s.tasks.empty() ? 0 : s.tasks.front().samples;
+  for (const auto& t : s.tasks) fewest = std::min(fewest, t.samples);
+  std::vector<AtK> curve;
+  for (int k = 1; k <= fewest; ++k)
+    curve.push_back(mean_at_k(s.tasks, k, [](const TaskTally& t) -> std::optional<int> { return t.correct; }));
+  return curve;
+}
+
+}  // namespace tritium

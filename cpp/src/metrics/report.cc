@@ -1,0 +1,48 @@
+// Reports as Markdown and JSON; runs side by side, one column per run.
+#include <fmt/format.h>
+
+#include "tables.h"
+
+namespace tritium {
+
+Result<std::vector<Verdict>> load_verdicts(const std::filesystem::path& path, std::size_t* problems) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  std::vector<Verdict> verdicts;
+  std::size_t bad = 0;
+  for (const auto& [number, line] : jsonl_lines(*text)) {
+    Json j = Json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("status") || !j.contains("task_id")) {
+      ++bad;
+      continue;
+    }
+    verdicts.push_back(verdict_from_json(j));
+  }
+  if (problems) *problems = bad;
+  return verdicts;
+}
+
+std::string report_markdown(std::span<const RunReport> runs) {
+  std::string out = "# Tritium report\n\n";
+  for (const auto& r : runs)
+    out += fmt::format("- **{}**: {} ({} verdicts{})\n", r.name, r.source, r.metrics.overall.samples,
+                       r.problems ? fmt::format(", {} unreadable lines skipped", r.problems) : "");
+  out += "\nSpeed metrics appear when a run was timed on a GPU; `-` means not measured; pass@k counts the tasks with at least k samples. Conventions: docs/metrics.md.\n\n";
+  out += "## Overall\n\n" + report::headline(runs, [](const RunReport& r) { return &r.metrics.overall; }).markdown();
+  for (int level : report::all_levels(runs)) {
+    out += fmt::format("\n## Level {}\n\n", level);
+    out += report::headline(runs, [level](const RunReport& r) { return report::level_summary(r, level); }).markdown();
+  }
+  const auto rules = report::rules_table(runs);
+  if (!rules.rows.empty()) out += "\n## Error findings per rule (samples)\n\n" + rules.markdown();
+  return out;
+}
+
+Json report_json(std::span<const RunReport> runs) {
+  Json out = Json::array();
+  for (const auto& r : runs)
+    out.push_back({{"name", r.name}, {"source", r.source}, {"problems", r.problems}, {"metrics", to_json(r.metrics)}});
+  return {{"tritium", version()}, {"runs", out}};
+}
+
+}  // namespace tritium

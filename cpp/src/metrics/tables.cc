@@ -1,0 +1,113 @@
+// The tables a report shows, shared by its Markdown and HTML forms.
+#include "tables.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace tritium::report {
+namespace {
+
+std::string pct(const std::optional<double>& v) { return v ? fmt::format("{:.1f}%", 100 * *v) : "-"; }
+std::string times(const std::optional<double>& v) { return v ? fmt::format("{:.3f}x", *v) : "-"; }
+
+const AtK* find_at(const std::vector<AtK>& list, int k, double p = 0) {
+  for (const auto& a : list)
+    if (a.k == k && a.p == p) return &a;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string Table::markdown() const {
+  std::string out = "| " + fmt::format("{}", fmt::join(header, " | ")) + " |\n|";
+  for (std::size_t i = 0; i < header.size(); ++i) out += i ? " ---: |" : " --- |";
+  out += "\n";
+  for (const auto& r : rows) out += "| " + fmt::format("{}", fmt::join(r, " | ")) + " |\n";
+  return out;
+}
+
+Table headline(std::span<const RunReport> runs, const std::function<const Summary*(const RunReport&)>& pick) {
+  Table t;
+  t.header = {"metric"};
+  for (const auto& r : runs) t.header.push_back(r.name);
+  auto row = [&](const std::string& label, const std::function<std::string(const Summary&)>& cell) {
+    std::vector<std::string> cells{label};
+    for (const auto& r : runs) {
+      const Summary* s = pick(r);
+      cells.push_back(s ? cell(*s) : "-");
+    }
+    t.rows.push_back(cells);
+  };
+  row("samples", [](const Summary& s) { return std::to_string(s.samples); });
+  row("tasks", [](const Summary& s) { return std::to_string(s.tasks.size()); });
+  const auto& o = runs.front().metrics.options;
+  for (int k : o.ks)
+    row(fmt::format("pass@{}", k), [k](const Summary& s) {
+      const AtK* a = find_at(s.pass, k);
+      if (!a || !a->value || a->tasks == s.tasks.size()) return a ? pct(a->value) : "-";
+      return fmt::format("{} ({} of {} tasks)", pct(a->value), a->tasks, s.tasks.size());
+    });
+  bool timed = false;
+  for (const auto& r : runs)
+    if (const Summary* s = pick(r)) timed = timed || s->timed;
+  for (double p : timed ? o.ps : std::vector<double>{}) {
+    row(fmt::format("fast_{}@1 (eager)", p), [p](const Summary& s) {
+      const AtK* a = find_at(s.fast_eager, 1, p);
+      return a ? pct(a->value) : "-";
+    });
+    row(fmt::format("fast_{}@1 (compile)", p), [p](const Summary& s) {
+      const AtK* a = find_at(s.fast_compile, 1, p);
+      return a ? pct(a->value) : "-";
+    });
+  }
+  if (timed) {
+    row("geomean speedup, correct (eager)", [](const Summary& s) { return times(s.correct_eager.geomean); });
+    row("mean speedup, correct (eager)", [](const Summary& s) { return times(s.correct_eager.mean); });
+    row("geomean speedup, correct (compile)", [](const Summary& s) { return times(s.correct_compile.geomean); });
+    row("geomean speedup, all (eager; failures = 1x)", [](const Summary& s) { return times(s.all_eager.geomean); });
+    row("mean speedup, all (eager; failures = 1x)", [](const Summary& s) { return times(s.all_eager.mean); });
+  }
+  for (const auto& stage : stages())
+    row("stage: " + stage, [&stage](const Summary& s) {
+      const auto n = s.stages.at(stage);
+      return fmt::format("{} ({:.1f}%)", n, s.samples ? 100.0 * n / s.samples : 0.0);
+    });
+  return t;
+}
+
+std::vector<int> all_levels(std::span<const RunReport> runs) {
+  std::vector<int> levels;
+  for (const auto& r : runs)
+    for (const auto& [level, s] : r.metrics.levels)
+      if (std::find(levels.begin(), levels.end(), level) == levels.end()) levels.push_back(level);
+  std::sort(levels.begin(), levels.end());
+  return levels;
+}
+
+Table rules_table(std::span<const RunReport> runs) {
+  std::map<std::string, std::vector<std::string>> by_rule;
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    for (const auto& [rule, n] : runs[i].metrics.overall.rules) {
+      auto& cells = by_rule[rule];
+      cells.resize(runs.size(), "0");
+      cells[i] = std::to_string(n);
+    }
+  Table t;
+  t.header = {"rule"};
+  for (const auto& r : runs) t.header.push_back(r.name);
+  for (auto& [rule, cells] : by_rule) {
+    cells.resize(runs.size(), "0");
+    cells.insert(cells.begin(), rule);
+    t.rows.push_back(cells);
+  }
+  return t;
+}
+
+const Summary* level_summary(const RunReport& run, int level) {
+  auto it = run.metrics.levels.find(level);
+  return it == run.metrics.levels.end() ? nullptr : &it->second;
+}
+
+}  // namespace tritium::report

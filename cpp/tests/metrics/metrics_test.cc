@@ -1,0 +1,160 @@
+// Metrics and reports against hand-computed values and the exact pass@k formula.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "tritium/metrics.h"
+
+namespace tritium {
+namespace {
+
+// C(n, k) exactly in floating point for small n.
+double choose(int n, int k) {
+  if (k < 0 || k > n) return 0;
+  double r = 1;
+  for (int i = 1; i <= k; ++i) r = r * (n - k + i) / i;
+  return r;
+}
+
+Verdict verdict(const std::string& task, const std::string& status, std::optional<double> eager = std::nullopt,
+                std::optional<double> compile = std::nullopt) {
+  Verdict v;
+  v.task_id = task;
+  v.status = status;
+  v.correct = status == "correct";
+  v.speedup_eager = eager;
+  v.speedup_compile = compile;
+  return v;
+}
+
+TEST(PassAtK, MatchesTheCombinatorialFormula) {
+  for (int n = 1; n <= 20; ++n)
+    for (int c = 0; c <= n; ++c)
+      for (int k = 1; k <= n; ++k)
+        EXPECT_NEAR(pass_at_k(n, c, k), 1.0 - choose(n - c, k) / choose(n, k), 1e-12) << n << " " << c << " " << k;
+  EXPECT_EQ(pass_at_k(10, 0, 5), 0.0);
+  EXPECT_EQ(pass_at_k(10, 10, 1), 1.0);
+  EXPECT_DOUBLE_EQ(pass_at_k(10, 3, 1), 0.3);
+  EXPECT_NEAR(pass_at_k(200, 7, 100), 1.0 - choose(193, 100) / choose(200, 100), 1e-9);  // no overflow
+}
+
+TEST(Metrics, PassFastAndSpeedupsByHand) {
+  // Task a: 2 samples, both correct (2x, 0.5x). Task b: 2 samples, one correct (4x), one incorrect.
+  std::vector<Verdict> vs{verdict("a", "correct", 2.0, 1.0), verdict("a", "correct", 0.5, 0.25),
+                          verdict("b", "correct", 4.0, 2.0), verdict("b", "incorrect")};
+  MetricsOptions o;
+  o.ks = {1, 2, 5};
+  o.ps = {0.0, 1.0};
+  const Metrics m = compute_metrics(vs, o);
+  const Summary& s = m.overall;
+  EXPECT_EQ(s.samples, 4u);
+  ASSERT_EQ(s.tasks.size(), 2u);
+  ASSERT_EQ(s.pass.size(), 3u);
+  EXPECT_DOUBLE_EQ(*s.pass[0].value, (1.0 + 0.5) / 2);  // pass@1
+  EXPECT_DOUBLE_EQ(*s.pass[1].value, 1.0);              // pass@2: b has a correct one
+  EXPECT_FALSE(s.pass[2].value);                        // pass@5: no task has 5 samples
+  // fast_1@1 (eager): a 1 of 2, b 1 of 2 -> 0.5; fast_1@2: both tasks -> 1.
+  auto at = [](const std::vector<AtK>& l, double p, int k) {
+    for (const auto& a : l)
+      if (a.p == p && a.k == k) return a.value;
+    return std::optional<double>();
+  };
+  EXPECT_DOUBLE_EQ(*at(s.fast_eager, 1.0, 1), 0.5);
+  EXPECT_DOUBLE_EQ(*at(s.fast_eager, 1.0, 2), 1.0);
+  EXPECT_DOUBLE_EQ(*at(s.fast_eager, 0.0, 1), 0.75);  // fast_0 = correct (and timed)
+  // compile: a 0 of 2 faster than 1x (1.0 is not > 1), b 1 of 2.
+  EXPECT_DOUBLE_EQ(*at(s.fast_compile, 1.0, 1), (0.0 + 0.5) / 2);
+  // Speedups over correct: 2, 0.5, 4 -> geomean 4^(1/3)... = (2*0.5*4)^(1/3) = 4^(1/3).
+  EXPECT_NEAR(*s.correct_eager.geomean, std::cbrt(4.0), 1e-12);
+  EXPECT_NEAR(*s.correct_eager.mean, 6.5 / 3, 1e-12);
+  EXPECT_DOUBLE_EQ(*s.correct_eager.median, 2.0);
+  // Over all, the incorrect sample counts as 1x.
+  EXPECT_NEAR(*s.all_eager.geomean, std::pow(4.0, 0.25), 1e-12);
+  EXPECT_NEAR(*s.all_eager.mean, 7.5 / 4, 1e-12);
+  EXPECT_TRUE(s.timed);
+}
+
+TEST(Metrics, UntimedRunsHaveNoFastOrSpeedup) {
+  std::vector<Verdict> vs{verdict("a", "correct"), verdict("a", "runtime_error")};
+  const Summary s = compute_metrics(vs).overall;
+  EXPECT_FALSE(s.timed);
+  for (const auto& a : s.fast_eager) EXPECT_FALSE(a.value);
+  EXPECT_FALSE(s.correct_eager.geomean);
+  EXPECT_FALSE(s.all_eager.geomean);
+  EXPECT_DOUBLE_EQ(*s.pass[0].value, 0.5);
+}
+
+TEST(Metrics, StagesStatusesRulesAndLevels) {
+  std::vector<Verdict> vs{verdict("level1/1_relu", "invalid_syntax"), verdict("level1/1_relu", "hack"),
+                          verdict("level2/3_fused", "invalid_functionality"), verdict("level2/3_fused", "timeout"),
+                          verdict("x", "compile_error"), verdict("x", "error")};
+  vs[1].findings.push_back({"hack.try_fallback", "error", 3, 0, "m"});
+  vs[1].findings.push_back({"hack.try_fallback", "error", 9, 0, "m"});  // one sample counts once
+  vs[1].findings.push_back({"style.thing", "warning", 1, 0, "m"});     // warnings do not count
+  vs[2].findings.push_back({"func.torch_compute:matmul", "error", 4, 0, "m"});
+  vs[2].level = 7;  // an explicit level wins over the path
+  const Metrics m = compute_metrics(vs);
+  const Summary& s = m.overall;
+  EXPECT_EQ(s.stages.at("syntax"), 1u);
+  EXPECT_EQ(s.stages.at("functionality"), 2u);  // invalid_functionality and hack
+  EXPECT_EQ(s.stages.at("runtime"), 1u);        // timeout
+  EXPECT_EQ(s.stages.at("compile"), 1u);
+  EXPECT_EQ(s.stages.at("error"), 1u);
+  EXPECT_EQ(s.stages.at("correct"), 0u);
+  EXPECT_EQ(s.statuses.at("hack"), 1u);
+  EXPECT_EQ(s.statuses.at("correct"), 0u);  // every status is listed
+  EXPECT_EQ(s.rules.at("hack.try_fallback"), 1u);
+  EXPECT_EQ(s.rules.count("style.thing"), 0u);
+  ASSERT_EQ(m.levels.size(), 3u);
+  EXPECT_EQ(m.levels.at(1).samples, 2u);
+  EXPECT_EQ(m.levels.at(2).samples, 1u);
+  EXPECT_EQ(m.levels.at(7).samples, 1u);
+}
+
+TEST(Metrics, PassCurveIsMonotone) {
+  std::vector<Verdict> vs;
+  for (int i = 0; i < 8; ++i) vs.push_back(verdict("a", i % 3 == 0 ? "correct" : "incorrect"));
+  for (int i = 0; i < 4; ++i) vs.push_back(verdict("b", i == 3 ? "correct" : "incorrect"));
+  const auto curve = pass_curve(compute_metrics(vs).overall);
+  ASSERT_EQ(curve.size(), 4u);  // up to b's 4 samples, so each point averages both tasks
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(curve[i].tasks, 2u);
+  for (std::size_t i = 1; i < 4; ++i) EXPECT_GE(*curve[i].value, *curve[i - 1].value);
+  EXPECT_DOUBLE_EQ(*curve[3].value, (pass_at_k(8, 3, 4) + 1.0) / 2);
+  EXPECT_DOUBLE_EQ(*curve[0].value, (3.0 / 8 + 1.0 / 4) / 2);
+}
+
+TEST(Report, ThreeFormsOfTwoRuns) {
+  std::vector<Verdict> a{verdict("level1/1_relu", "correct", 1.5), verdict("level1/1_relu", "incorrect"),
+                         verdict("level1/2_x", "incorrect"), verdict("level1/2_x", "correct", 3.0)};
+  std::vector<Verdict> b{verdict("level1/1_relu", "hack"), verdict("level1/1_relu", "hack"),
+                         verdict("level1/2_x", "correct", 0.9), verdict("level1/2_x", "correct", 1.1)};
+  b[0].findings.push_back({"hack.monkeypatch", "error", 1, 0, "m"});
+  std::vector<RunReport> runs{{"base<&>", "a.jsonl", compute_metrics(a)}, {"tuned", "b.jsonl", compute_metrics(b)}};
+  const std::string md = report_markdown(runs);
+  EXPECT_NE(md.find("| metric | base<&> | tuned |"), std::string::npos);
+  EXPECT_NE(md.find("| pass@1 | 50.0% | 50.0% |"), std::string::npos);
+  EXPECT_NE(md.find("## Level 1"), std::string::npos);
+  EXPECT_NE(md.find("| hack.monkeypatch | 0 | 1 |"), std::string::npos);
+  EXPECT_NE(md.find("| fast_1@1 (eager) | 50.0% | 25.0% |"), std::string::npos);
+  const Json j = report_json(runs);
+  EXPECT_EQ(j["runs"][1]["metrics"]["overall"]["stages"]["functionality"], 2);
+  EXPECT_EQ(j["runs"][0]["metrics"]["overall"]["pass"]["pass@1"], 0.5);
+  EXPECT_TRUE(j["runs"][0]["metrics"]["overall"]["pass"]["pass@5"].is_null());
+  const std::string html = report_html(runs);
+  EXPECT_EQ(html.find("<script"), std::string::npos);  // self-contained, no scripts
+  EXPECT_EQ(html.find("base<&>"), std::string::npos);  // names are escaped
+  EXPECT_NE(html.find("base&lt;&amp;&gt;"), std::string::npos);
+  EXPECT_NE(html.find("aria-label=\"status breakdown\""), std::string::npos);
+  EXPECT_NE(html.find("aria-label=\"pass@k\""), std::string::npos);
+  EXPECT_NE(html.find("aria-label=\"speedup distribution\""), std::string::npos);
+  // One sample per task: no curve to draw, and no speedups on a CPU run.
+  std::vector<Verdict> cpu{verdict("t", "correct")};
+  std::vector<RunReport> one{{"cpu", "c.jsonl", compute_metrics(cpu)}};
+  const std::string plain = report_html(one);
+  EXPECT_NE(plain.find("only pass@1"), std::string::npos);
+  EXPECT_NE(plain.find("speedups are measured on a GPU only"), std::string::npos);
+  EXPECT_EQ(report_markdown(one).find("fast_"), std::string::npos);  // untimed: no speed rows
+}
+
+}  // namespace
+}  // namespace tritium
