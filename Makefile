@@ -28,6 +28,8 @@ test-python:
 
 bench: setup
 	@for b in $(BUILD_DIR)/cpp/bench/bench_*; do echo "== $$b"; $$b; done
+	@command -v wrk >/dev/null || apt-get install -y -qq wrk
+	@echo "== python/benchmarks/serve_bench.py"; $(PY) python/benchmarks/serve_bench.py
 
 clean:
 	rm -rf build

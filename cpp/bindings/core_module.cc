@@ -2,11 +2,14 @@
 // (the same documents the CLI prints with --json), so the two faces cannot drift apart.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/vector.h>
 
 #include <stdexcept>
 
 #include "tritium/exec.h"
+#include "tritium/metrics.h"
+#include "tritium/reward.h"
 #include "tritium/pyast.h"
 #include "tritium/synth.h"
 #include "tritium/verify.h"
@@ -100,6 +103,44 @@ std::string synth_stats_json(const std::string& tasks_json, const std::string& o
   return tritium::synth::coverage_stats(tasks, *categories).dump();
 }
 
+// Rewards for Python: verdicts (a JSON list) and a reward config (a JSON object, absent keys
+// default) in; [{reward, advantage}] out, grouped by each verdict's meta.group.
+std::string rewards_json(const std::string& verdicts_json, const std::string& config_json) {
+  auto config = tritium::reward_config_from_json(tritium::Json::parse(config_json));
+  if (!config) throw std::invalid_argument(config.error().message);
+  std::vector<tritium::Verdict> verdicts;
+  for (const auto& v : tritium::Json::parse(verdicts_json)) verdicts.push_back(tritium::verdict_from_json(v));
+  tritium::Json out = tritium::Json::array();
+  for (const auto& s : tritium::score_batch(verdicts, *config)) out.push_back(tritium::to_json(s));
+  return out.dump();
+}
+
+std::string reward_config_json(const std::string& config_json) {
+  auto config = tritium::reward_config_from_json(tritium::Json::parse(config_json));
+  if (!config) throw std::invalid_argument(config.error().message);
+  return tritium::to_json(*config).dump();
+}
+
+std::vector<double> token_advantages(const std::string& response, const std::vector<std::pair<std::size_t, std::size_t>>& offsets,
+                                     double plan, double code) {
+  std::vector<tritium::TextSpan> spans;
+  for (const auto& [begin, end] : offsets) spans.push_back({begin, end});
+  return tritium::response_token_advantages(response, spans, {plan, code});
+}
+
+std::string metrics_json(const std::string& verdicts_json, const std::vector<int>& ks, const std::vector<double>& ps) {
+  std::vector<tritium::Verdict> verdicts;
+  for (const auto& v : tritium::Json::parse(verdicts_json)) verdicts.push_back(tritium::verdict_from_json(v));
+  for (int k : ks)
+    if (k < 1) throw std::invalid_argument("each k must be at least 1");
+  return tritium::to_json(tritium::compute_metrics(verdicts, {ks, ps})).dump();
+}
+
+double pass_at_k(int n, int c, int k) {
+  if (k < 1 || k > n || c < 0 || c > n) throw std::invalid_argument("pass_at_k needs 1 <= k <= n and 0 <= c <= n");
+  return tritium::pass_at_k(n, c, k);
+}
+
 // The engine for Python: options and items as JSON documents, verdicts back as one.
 class PyEngine {
  public:
@@ -151,6 +192,11 @@ NB_MODULE(_core, m) {
   m.def("synthesize_json", &synthesize_json, nb::arg("options_json"));
   m.def("synth_stats_json", &synth_stats_json, nb::arg("tasks_json"), nb::arg("ops") = "");
   m.def("extract_json", &extract_json, nb::arg("response"), nb::call_guard<nb::gil_scoped_release>());
+  m.def("rewards_json", &rewards_json, nb::arg("verdicts_json"), nb::arg("config_json") = "{}");
+  m.def("reward_config_json", &reward_config_json, nb::arg("config_json"));
+  m.def("token_advantages", &token_advantages, nb::arg("response"), nb::arg("offsets"), nb::arg("plan"), nb::arg("code"));
+  m.def("metrics_json", &metrics_json, nb::arg("verdicts_json"), nb::arg("ks"), nb::arg("ps"));
+  m.def("pass_at_k", &pass_at_k, nb::arg("n"), nb::arg("c"), nb::arg("k"));
   nb::class_<PyEngine>(m, "Engine")
       .def(nb::init<const std::string&>(), nb::arg("options_json"), nb::call_guard<nb::gil_scoped_release>())
       .def("evaluate_json", &PyEngine::evaluate_json, nb::arg("items_json"), nb::call_guard<nb::gil_scoped_release>())

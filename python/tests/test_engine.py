@@ -165,3 +165,15 @@ def test_cli_eval_of_one_candidate():
                            text=True)
     assert wrong.returncode == 1
     assert "incorrect" in wrong.stdout and "status" in wrong.stdout
+
+
+def test_a_runner_without_triton_is_refused_at_creation(tmp_path):
+    """torch alone can run references but no candidate: say so at once, not per candidate."""
+    shadow = tmp_path / "shadow" / "triton"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('triton hidden by the test')\n")
+    python = tmp_path / "python-without-triton"
+    python.write_text(f"#!/bin/sh\nPYTHONPATH={shadow.parent} exec {sys.executable} \"$@\"\n")
+    python.chmod(0o755)
+    with pytest.raises(RuntimeError, match="cannot import triton"):
+        tritium.Engine(device="cpu", python=str(python))

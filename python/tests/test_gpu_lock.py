@@ -84,3 +84,28 @@ def test_without_a_path_it_does_nothing():
     gpu = GpuLock(None)
     with gpu.shared(), gpu.exclusive():
         pass
+
+
+def _hang_shared(lock_path, seconds):
+    with GpuLock(lock_path).shared():
+        time.sleep(seconds)
+
+
+def test_a_timer_stops_waiting_for_a_hung_sharer_and_says_so(lock_path):
+    hung = CTX.Process(target=_hang_shared, args=(lock_path, 5.0))
+    hung.start()
+    time.sleep(0.3)  # the hung candidate holds its share
+    try:
+        start = time.monotonic()
+        with GpuLock(lock_path, wait_s=0.5).exclusive() as exclusive:
+            waited = time.monotonic() - start
+        assert exclusive is False and 0.5 <= waited < 2.0
+        # The gate is open again: a new sharer is not blocked by the timer that gave up.
+        start = time.monotonic()
+        with GpuLock(lock_path).shared():
+            assert time.monotonic() - start < 1.0
+    finally:
+        hung.kill()
+        hung.join()
+    with GpuLock(lock_path, wait_s=0.5).exclusive() as exclusive:
+        assert exclusive is True  # the holder is gone

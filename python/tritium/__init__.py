@@ -5,7 +5,8 @@ this package is a thin face over it. The API is imported lazily so that the sand
 (`tritium.runner`) never loads the extension.
 """
 
-_API = ("version", "load_suite", "check_suite", "verify", "extract", "synthesize", "synth_stats", "Engine")
+_API = ("version", "load_suite", "check_suite", "verify", "extract", "synthesize", "synth_stats", "rewards",
+        "reward_config", "token_advantages", "metrics", "pass_at_k", "Engine")
 
 
 def __getattr__(name: str):

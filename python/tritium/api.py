@@ -72,6 +72,35 @@ def synth_stats(tasks: list[dict], ops: str | list[str] | None = None) -> dict:
     return json.loads(_core.synth_stats_json(json.dumps(tasks), ops if isinstance(ops, str) else ",".join(ops or [])))
 
 
+def rewards(verdicts: list[dict], config: dict | None = None) -> list[dict]:
+    """Reward components and advantages of verdicts (docs/rewards.md), in order:
+    [{"reward": {valid, correct, speedup, r_correct, r_speedup, coverage, plan, code, scalar, penalty},
+      "advantage": {"plan", "code"}}]. Verdicts whose meta.group is equal form a prompt group.
+    `config` is a reward config (absent keys default; TritonRL's HRD); raises ValueError on a bad one."""
+    return json.loads(_core.rewards_json(json.dumps(list(verdicts)), json.dumps(config or {})))
+
+
+def reward_config(config: dict | None = None) -> dict:
+    """The full reward config `config` stands for (defaults filled in); raises ValueError on a bad one."""
+    return json.loads(_core.reward_config_json(json.dumps(config or {})))
+
+
+def token_advantages(response: str, offsets: list[tuple[int, int]], advantage: dict) -> list[float]:
+    """Per-token advantages of one response from its tokens' character offsets (a tokenizer's
+    offset_mapping): tokens starting inside the extracted plan get advantage["plan"], others ["code"]."""
+    return _core.token_advantages(response, [tuple(o) for o in offsets], advantage["plan"], advantage["code"])
+
+
+def metrics(verdicts: list[dict], ks: tuple[int, ...] = (1, 5, 10), ps: tuple[float, ...] = (0.0, 1.0, 1.5, 2.0)) -> dict:
+    """pass@k, fast_p@k, speedups, stages, per level and rule (docs/metrics.md), as `tritium report`'s JSON."""
+    return json.loads(_core.metrics_json(json.dumps(list(verdicts)), list(ks), [float(p) for p in ps]))
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c correct."""
+    return _core.pass_at_k(n, c, k)
+
+
 class Engine:
     """The sandboxed evaluation engine (the same C++ engine as `tritium eval`).
 

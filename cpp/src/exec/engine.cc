@@ -173,6 +173,10 @@ struct Engine::Impl {
     return fmt::format("cuda:{}", gpus > 0 ? slot % gpus : 0);
   }
 
+  // A hung candidate holds its share of the GPU lock until it is killed (timeout_s); a timer waits
+  // half that for exclusivity, then times anyway, marked as shared (timing.GpuLock).
+  double lock_wait_s() const { return options.timeout_s / 2; }
+
   fs::path lock_path(const std::string& dev) const {
     const auto colon = dev.find(':');
     return work / fmt::format("gpu-{}.lock", colon == std::string::npos ? "0" : dev.substr(colon + 1));
@@ -225,6 +229,7 @@ struct Engine::Impl {
                           {"device", ref_device},    {"seed", seed},
                           {"trials", options.trials}, {"dir", dir.string()},
                           {"time", options.timing},  {"lock_path", lock_path(ref_device).string()},
+                          {"lock_wait_s", lock_wait_s()},
                           {"atol", tol.atol},        {"timeout_s", kReferenceTimeoutS}};
     const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
     exec::Reference ref;
@@ -300,7 +305,7 @@ struct Engine::Impl {
             {"spots", ref.body.value("spots", 0)},
             {"init_inputs", ref.body.value("init_inputs", Json::array())},
             {"params", ref.body.value("params", Json::array())},
-            {"timing", {{"enabled", options.timing}, {"lock_path", lock_path(dev).string()}}},
+            {"timing", {{"enabled", options.timing}, {"lock_path", lock_path(dev).string()}, {"lock_wait_s", lock_wait_s()}}},
             {"sandbox", sandbox},
             {"timeout_s", options.timeout_s}};
   }
@@ -412,6 +417,10 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   impl->trusted.push_back(std::make_unique<exec::Runner>(trusted));
   if (auto error = impl->trusted[0]->ensure_started()) return *error;
   impl->hello = impl->trusted[0]->hello();
+  if (!impl->hello["triton"].is_string())
+    return Error{fmt::format("{} cannot import triton, so no candidate could run; install it there (pip install triton) "
+                             "or point TRITIUM_PYTHON (--python) at an environment that has it",
+                             options.python)};
   impl->device = impl->hello.value("device", std::string("cpu"));
   impl->gpus = impl->hello.value("cuda_devices", 0);
   if (impl->device == "cuda") {
@@ -458,7 +467,11 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
       continue;
     }
     impl_->submit([&, i](int slot) {
-      verdicts[i] = impl_->evaluate_one(slot, items[i]);
+      try {
+        verdicts[i] = impl_->evaluate_one(slot, items[i]);
+      } catch (const std::exception& e) {  // a bug must cost one verdict, not the process
+        verdicts[i] = error_verdict(items[i].id, fmt::format("internal error: {}; please report it", e.what()));
+      }
       std::lock_guard lock(mutex);
       ++done;
       if (progress) progress(done, items.size(), verdicts[i]);

@@ -198,6 +198,9 @@ void fill_timing(const Json& timed, const Reference& ref, Verdict& v) {
   v.runtime_ms = number(stats, "median_ms");
   if (stats.value("timed_to", std::string()) == "device")
     v.timing_note = "work outside the calling stream: timed to the device's end, less the host round trip";
+  if (stats.contains("exclusive") && stats["exclusive"] == false)
+    v.timing_note += std::string(v.timing_note.empty() ? "" : "; ") +
+                     "timed while other work held the GPU (a neighbour hung past the lock wait): noisier than usual";
   const Json timing = ref.body.value("timing", Json());
   if (timing.is_object()) {
     v.ref_eager_ms = number(timing.value("eager", Json()), "median_ms");

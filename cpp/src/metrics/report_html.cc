@@ -38,6 +38,15 @@ std::string escape(const std::string& s) {
   return out;
 }
 
+// A colour key of the runs, one per line from (x, y).
+std::string run_legend(std::span<const RunReport> runs, int x, int y) {
+  std::string out;
+  for (std::size_t r = 0; r < runs.size(); ++r)
+    out += fmt::format(R"(<rect x="{}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}" class="s">{}</text>)", x,
+                       y + 6 + 18 * r, run_colour(r), x + 16, y + 16 + 18 * r, escape(runs[r].name));
+  return out;
+}
+
 std::string html_table(const report::Table& t) {
   std::string out = "<table><thead><tr>";
   for (const auto& h : t.header) out += "<th>" + escape(h) + "</th>";
@@ -106,7 +115,8 @@ std::string speedup_chart(std::span<const RunReport> runs) {
   const double group_w = static_cast<double>(plot_w) / kBins;
   const double bar_w = (group_w - 8) / static_cast<double>(runs.size());
   std::string svg = fmt::format(R"(<svg role="img" aria-label="speedup distribution" width="{}" height="{}" xmlns="http://www.w3.org/2000/svg">)",
-                                left + plot_w + 10, top + plot_h + 40);
+                                left + plot_w + 150, top + plot_h + 40);
+  svg += run_legend(runs, left + plot_w + 12, top);
   svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333"/>)", left, top + plot_h, left + plot_w, top + plot_h);
   svg += fmt::format(R"(<text x="4" y="{}" class="s">{}</text><text x="4" y="{}" class="s">0</text>)", top + 10, most, top + plot_h);
   for (int b = 0; b < kBins; ++b) {
@@ -154,11 +164,8 @@ std::string pass_chart(std::span<const RunReport> runs) {
       if (a.value)
         svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="{}"><title>{} pass@{} = {:.1f}%</title></circle>)",
                            px(a.k), py(*a.value), run_colour(r), escape(runs[r].name), a.k, 100 * *a.value);
-    svg += fmt::format(R"(<rect x="{}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}" class="s">{}</text>)",
-                       left + plot_w + 12, top + 6 + 18 * r, run_colour(r), left + plot_w + 28, top + 16 + 18 * r,
-                       escape(runs[r].name));
   }
-  return svg + "</svg>\n";
+  return svg + run_legend(runs, left + plot_w + 12, top) + "</svg>\n";
 }
 
 constexpr const char* kStyle = R"(<style>

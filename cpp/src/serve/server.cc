@@ -59,6 +59,9 @@ struct Server::Impl {
   std::optional<std::pair<int, std::string>> admit(std::size_t items) {
     std::lock_guard lock(mutex);
     if (draining) return std::pair{503, std::string("the server is draining; retry on another endpoint")};
+    if (items > options.max_pending)
+      return std::pair{413, fmt::format("{} items can never fit: the server evaluates at most {} at once (--max-pending)",
+                                        items, options.max_pending)};
     if (items > 0) {
       // Evaluations block their HTTP thread: keep some threads free for cheap routes.
       const auto eval_threads = static_cast<std::size_t>(std::max(1, options.threads - 8));

@@ -16,7 +16,7 @@ from . import inputs as trial_inputs
 from .monitor import Monitor, install_launch_hook, recording
 from .tasks import load_module, source_line, synchronize
 from .tensorfile import read_tensors, write_tensors
-from .timing import GpuLock
+from .timing import LOCK_WAIT_S, GpuLock
 
 CPU_SHAPED_CALLS = 8  # on the CPU nothing is timed, but the calls a timing loop makes are checked
 INTERPRETER_LIMITS = ("only 0-dimensional arrays can be converted to Python scalars",)
@@ -136,11 +136,11 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: Gpu
     if device.startswith("cuda") and timing.get("enabled", True):
         from .timing import kernel_coverage, measure, planned_calls
 
-        with gpu.exclusive():
+        with gpu.exclusive() as exclusive:
             calls = planned_calls(measure(call, fresh, device, calls=5)["stats"]["min_ms"])
             result = measure(call, fresh, device, spot=_spot_map(spots, chooser, calls), calls=calls)
             coverage = kernel_coverage(call, spots[0], set(request["kernels"]))
-        stats = result["stats"]
+        stats = {**result["stats"], "exclusive": exclusive}
     else:
         spot_map = _spot_map(spots, chooser, CPU_SHAPED_CALLS)
         result = {"spot_outputs": {}}
@@ -179,7 +179,8 @@ def evaluate(request: dict) -> dict:
     device = request.get("device", "cpu")
     answer = {"ok": False, "sandbox": request.get("sandbox_report"), "trials": []}
     monitor = Monitor(filename)
-    gpu = GpuLock((request.get("timing") or {}).get("lock_path") if device.startswith("cuda") else None)
+    timing = request.get("timing") or {}
+    gpu = GpuLock(timing.get("lock_path") if device.startswith("cuda") else None, timing.get("lock_wait_s", LOCK_WAIT_S))
     try:
         with gpu.shared():
             _evaluate(request, filename, device, monitor, gpu, answer)

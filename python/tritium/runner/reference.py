@@ -16,7 +16,7 @@ import torch
 from . import inputs as trial_inputs
 from .tasks import TaskFailure, describe, flatten_outputs, load_module, require, run_stage
 from .tensorfile import write_tensors
-from .timing import GpuLock
+from .timing import LOCK_WAIT_S, GpuLock
 
 SPOT_SETS = 3
 
@@ -153,13 +153,13 @@ def _time_references(model, spots: list[list], device: str, gpu: GpuLock, seed: 
     model.eval()
     result = {"eager": None, "compile": None, "compile_error": None}
     with torch.no_grad():
-        with gpu.exclusive():
-            result["eager"] = measure(model, fresh, device)["stats"]
+        with gpu.exclusive() as exclusive:
+            result["eager"] = {**measure(model, fresh, device)["stats"], "exclusive": exclusive}
         try:
             compiled = torch.compile(model)
             compiled(*base[0])  # compiles outside the lock: CPU work (and one call) that timing may overlap
-            with gpu.exclusive():
-                result["compile"] = measure(compiled, fresh, device)["stats"]
+            with gpu.exclusive() as exclusive:
+                result["compile"] = {**measure(compiled, fresh, device)["stats"], "exclusive": exclusive}
         except Exception as exc:  # noqa: BLE001 - torch.compile may fail on a valid task
             result["compile_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     return result
@@ -225,7 +225,8 @@ def reference(request: dict) -> dict:
         torch.manual_seed(seed)
         model = run_stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs))
         _perturb(model, seed)
-        gpu = GpuLock(request.get("lock_path") if device.startswith("cuda") else None)
+        gpu = GpuLock(request.get("lock_path") if device.startswith("cuda") else None,
+                      request.get("lock_wait_s", LOCK_WAIT_S))
         with gpu.shared():
             model = model.to(device)
             params = [p.detach() for p in model.parameters()]

@@ -10,6 +10,7 @@ reference outputs are known, and their outputs are kept for the engine to compar
 import contextlib
 import fcntl
 import statistics
+import time
 
 import torch
 
@@ -18,8 +19,12 @@ WARMUP_CALLS = 3
 MIN_CALLS, MAX_CALLS = 20, 100
 TARGET_TIMED_MS = 1000.0
 ROUND_TRIP_CALLS = 20
+ROUND_TRIP_SLEEP_CYCLES = 200_000  # ~0.1 ms of GPU sleep: the host waits as it does on real calls
 # Work past the calling stream's end beyond this (after the host round trip) means side streams.
-HIDDEN_MIN_MS, HIDDEN_SHARE = 0.005, 0.05
+# The host's wake-up after a synchronize jitters by microseconds to tens of them; side-stream work
+# worth hiding is the kernel itself.
+HIDDEN_MIN_MS, HIDDEN_SHARE = 0.02, 0.10
+LOCK_WAIT_S = 30.0  # a timer waits this long for exclusivity, then times anyway, marked so
 
 
 class GpuLock:
@@ -27,13 +32,17 @@ class GpuLock:
     exclusively; any other work on the GPU (loading, checked trials) holds it shared, so nothing
     else runs on the device while a candidate or a reference is timed. flock alone would let a
     stream of shared holders starve a waiting timer, so every acquisition first passes a gate
-    (LOCK.gate) that a timer keeps closed while it waits. Files are opened read-only: sandboxed
-    uids may not write them, and flock needs no more. Without a path it does nothing (CPU)."""
+    (LOCK.gate) that a timer keeps closed while it waits. A hung candidate keeps its share until
+    the engine kills it, so a timer waits at most `wait_s`, then times without exclusivity and says
+    so (a measurement marked as shared beats a verdict lost to a neighbour's hang). Files are
+    opened read-only: sandboxed uids may not write them, and flock needs no more. Without a path
+    it does nothing (CPU)."""
 
-    def __init__(self, lock_path: str | None):
+    def __init__(self, lock_path: str | None, wait_s: float = LOCK_WAIT_S):
         self.lock = open(lock_path) if lock_path else None  # noqa: SIM115 - held for the object's life
         self.gate = open(lock_path + ".gate") if lock_path else None  # noqa: SIM115
         self.sharing = False
+        self.wait_s = wait_s
 
     def _through_gate(self, mode: int) -> None:
         fcntl.flock(self.gate, fcntl.LOCK_EX)
@@ -41,6 +50,17 @@ class GpuLock:
             fcntl.flock(self.lock, mode)
         finally:
             fcntl.flock(self.gate, fcntl.LOCK_UN)
+
+    @staticmethod
+    def _try_until(f, mode: int, deadline: float) -> bool:
+        while True:
+            try:
+                fcntl.flock(f, mode | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.002)
 
     @contextlib.contextmanager
     def shared(self):
@@ -57,17 +77,25 @@ class GpuLock:
 
     @contextlib.contextmanager
     def exclusive(self):
+        """Yields True when the GPU is held exclusively, False when `wait_s` passed first."""
         if self.lock is None:
-            yield
+            yield True
             return
         was_sharing = self.sharing
         if was_sharing:  # drop our share first: two sharers upgrading must not wait on each other
             fcntl.flock(self.lock, fcntl.LOCK_UN)
-        self._through_gate(fcntl.LOCK_EX)
+        deadline = time.monotonic() + self.wait_s
+        held = False
+        if self._try_until(self.gate, fcntl.LOCK_EX, deadline):
+            try:
+                held = self._try_until(self.lock, fcntl.LOCK_EX, deadline)
+            finally:
+                fcntl.flock(self.gate, fcntl.LOCK_UN)
         try:
-            yield
+            yield held
         finally:
-            fcntl.flock(self.lock, fcntl.LOCK_UN)
+            if held:
+                fcntl.flock(self.lock, fcntl.LOCK_UN)
             if was_sharing:
                 self._through_gate(fcntl.LOCK_SH)
 
@@ -76,12 +104,16 @@ class Timer:
     """One timed call: flush L2, start event, call, an end event on the calling stream, a
     device-wide synchronize, an end event after it. The second end also covers work hidden on
     other streams, but carries the host's wake-up and relaunch (tens of microseconds, and jittery);
-    `round_trip_ms` is that cost, measured on empty calls, so the two ends can be compared."""
+    `round_trip_ms` is that cost (device end less stream end on calls with no hidden work), so the
+    two ends can be compared."""
 
     def __init__(self, device: str):
         self.device = device
         self.flush_buffer = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
-        self.round_trip_ms = statistics.median(self.call(lambda: None, [])[2] for _ in range(ROUND_TRIP_CALLS))
+        # Calibrated on calls that keep the calling stream busy, so the host blocks in the
+        # synchronize and wakes up as it does after a real kernel (an idle GPU returns at once).
+        sleep = lambda: torch.cuda._sleep(ROUND_TRIP_SLEEP_CYCLES)  # noqa: E731
+        self.round_trip_ms = statistics.median(d - s for _, s, d in (self.call(sleep, []) for _ in range(ROUND_TRIP_CALLS)))
 
     def call(self, fn, inputs: list) -> tuple[object, float, float]:
         """(output, ms to the calling stream's end, ms to the device's end)."""
