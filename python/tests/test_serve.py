@@ -178,14 +178,20 @@ def test_metrics_are_prometheus_text(server):
     assert "tritium_pending_items 0" in text
 
 
+def slow_evaluation(s: Server) -> tuple[threading.Thread, dict]:
+    """A fresh candidate evaluating in the background (seconds on the CPU), once it is admitted."""
+    result = {}
+    slow = threading.Thread(target=lambda: result.update(
+        answer=s.post("/v1/evaluate", {"items": [{"code": unique(RELU), "task_id": "level1/01_relu"}]}, token=None)))
+    slow.start()
+    s.wait_pending(1)
+    return slow, result
+
+
 def test_overload_is_refused_with_429_and_retry_after():
     s = Server("--max-pending", "1")
     try:
-        result = {}
-        slow = threading.Thread(target=lambda: result.update(
-            answer=s.post("/v1/evaluate", {"items": [{"code": unique(RELU), "task_id": "level1/01_relu"}]}, token=None)))
-        slow.start()
-        s.wait_pending(1)
+        slow, result = slow_evaluation(s)
         status, headers, doc = s.post("/v1/evaluate", {"items": [{"code": RELU, "task_id": "level1/01_relu"}]}, token=None)
         assert status == 429 and headers["Retry-After"] == "1" and "overloaded" in doc["error"]
         status, _, doc = s.post("/v1/reward", {"items": [{"code": RELU}] * 2}, token=None)
@@ -209,11 +215,7 @@ def test_a_request_past_its_timeout_gets_504():
 def test_sigterm_drains_the_work_in_flight_then_exits_0():
     s = Server()
     try:
-        result = {}
-        slow = threading.Thread(target=lambda: result.update(
-            answer=s.post("/v1/evaluate", {"items": [{"code": unique(RELU), "task_id": "level1/01_relu"}]}, token=None)))
-        slow.start()
-        s.wait_pending(1)
+        slow, result = slow_evaluation(s)
         s.proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         status, _, doc = s.post("/v1/verify", {"items": [{"code": RELU}]}, token=None)

@@ -55,7 +55,7 @@ struct Server::Impl {
     }
   }
 
-  // Reserves room for `items` evaluating items, or says why not (429, or 503 while draining).
+  // Reserves room for `items` evaluating items, or says why not (413 never fits, 429 full, 503 draining).
   std::optional<std::pair<int, std::string>> admit(std::size_t items) {
     std::lock_guard lock(mutex);
     if (draining) return std::pair{503, std::string("the server is draining; retry on another endpoint")};

@@ -18,6 +18,7 @@ from .tasks import TaskFailure, describe, flatten_outputs, load_module, require,
 from .tensorfile import write_tensors
 from .timing import LOCK_WAIT_S, GpuLock
 
+CONDITION_MARGIN = 0.25  # the share of the tolerance the reference itself may use
 SPOT_SETS = 3
 
 
@@ -84,9 +85,13 @@ def degenerate(outputs: list[torch.Tensor], values: list, atol: float) -> list[s
 
 
 def _well_conditioned(model64, values: list, outputs: list, mode: str, device: str, atol: float) -> bool:
-    """Whether the task's own dtype meets the tolerance on these inputs: its outputs must agree with
-    a float64 evaluation of the same model. A wide-range input to a long reduction can cancel
-    terms far above the tolerance, and then no honest kernel could pass the trial."""
+    """Whether the task's own dtype computes these inputs well within the tolerance: its outputs
+    must agree with a float64 evaluation of the same model to CONDITION_MARGIN of it. A wide-range
+    input to a long reduction can cancel terms far above the tolerance; and an honest kernel that
+    sums in another order errs as much as the reference in another direction, so the reference
+    alone must leave it most of the tolerance (seen: a tl.dot matmul 1.2x the tolerance away from
+    torch's, on a trial where torch's own error was inside it)."""
+    atol *= CONDITION_MARGIN
     if model64 is None:
         return True
     try:

@@ -1,7 +1,8 @@
 """GPU timing by the evaluation protocol, shared by the reference and the candidate side.
 
-Each timed call: flush L2 (write a buffer larger than it), record a start event, call, record an
-end event on the calling stream, synchronize the whole device, record a second end event (work
+Each timed call: flush L2 (write a buffer larger than it), queue a short GPU sleep (so the host's
+launch latency falls outside the span), record a start event, call, record an end event on the
+calling stream, synchronize the whole device, record a second end event (work
 hidden on side streams shows there; Timer says how the two are used). Every call gets
 inputs it has never seen; spot-check calls, at positions drawn by the engine, get inputs whose
 reference outputs are known, and their outputs are kept for the engine to compare.
@@ -18,8 +19,10 @@ L2_FLUSH_BYTES = 256 << 20  # H200 L2 is 50 MB; twice over covers every current 
 WARMUP_CALLS = 3
 MIN_CALLS, MAX_CALLS = 20, 100
 TARGET_TIMED_MS = 1000.0
-ROUND_TRIP_CALLS = 20
-ROUND_TRIP_SLEEP_CYCLES = 200_000  # ~0.1 ms of GPU sleep: the host waits as it does on real calls
+ROUND_TRIP_CALLS = 15
+ROUND_TRIP_MAX_MS = 5.0  # past this the host's wake-up no longer grows; and calibration stays cheap
+PROBE_CYCLES = 1_000_000  # one GPU sleep, timed once, converts milliseconds to sleep cycles
+LEAD_MS = 0.3  # queued GPU work ahead of the start event, covering the host's launch latency
 # Work past the calling stream's end beyond this (after the host round trip) means side streams.
 # The host's wake-up after a synchronize jitters by microseconds to tens of them; side-stream work
 # worth hiding is the kernel itself.
@@ -101,23 +104,31 @@ class GpuLock:
 
 
 class Timer:
-    """One timed call: flush L2, start event, call, an end event on the calling stream, a
-    device-wide synchronize, an end event after it. The second end also covers work hidden on
-    other streams, but carries the host's wake-up and relaunch (tens of microseconds, and jittery);
-    `round_trip_ms` is that cost (device end less stream end on calls with no hidden work), so the
-    two ends can be compared."""
+    """One timed call: flush L2, keep the GPU busy while the host launches, start event, call, an
+    end event on the calling stream, a device-wide synchronize, an end event after it.
+
+    The busy wait (a GPU sleep queued after the flush) keeps the host's launch latency, which
+    jitters with CPU load, out of the measured span: the call's kernels are queued before the GPU
+    reaches the start event. The second end also covers work hidden on other streams, but carries
+    the host's wake-up after the synchronize, which grows with how long it waited; so it is
+    compared with calls that only sleep on the calling stream for as long (`round_trip`)."""
 
     def __init__(self, device: str):
         self.device = device
         self.flush_buffer = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
-        # Calibrated on calls that keep the calling stream busy, so the host blocks in the
-        # synchronize and wakes up as it does after a real kernel (an idle GPU returns at once).
-        sleep = lambda: torch.cuda._sleep(ROUND_TRIP_SLEEP_CYCLES)  # noqa: E731
-        self.round_trip_ms = statistics.median(d - s for _, s, d in (self.call(sleep, []) for _ in range(ROUND_TRIP_CALLS)))
+        probe = self.call(lambda: torch.cuda._sleep(PROBE_CYCLES), [], lead=False)
+        self.ms_per_cycle = probe[1] / PROBE_CYCLES
+        self.lead_cycles = int(LEAD_MS / self.ms_per_cycle)
 
-    def call(self, fn, inputs: list) -> tuple[object, float, float]:
+    def _sleep(self, ms: float):
+        cycles = max(1, int(ms / self.ms_per_cycle))
+        return lambda: torch.cuda._sleep(cycles)
+
+    def call(self, fn, inputs: list, lead: bool = True) -> tuple[object, float, float]:
         """(output, ms to the calling stream's end, ms to the device's end)."""
         self.flush_buffer.zero_()
+        if lead:
+            torch.cuda._sleep(self.lead_cycles)
         start, stream_end, device_end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
         start.record()
         out = fn(*inputs)
@@ -127,14 +138,20 @@ class Timer:
         device_end.synchronize()
         return out, start.elapsed_time(stream_end), start.elapsed_time(device_end)
 
+    def round_trip(self, ms: float) -> float:
+        """Device end less stream end of calls that keep only the calling stream busy for `ms`."""
+        sleep = self._sleep(min(ms, ROUND_TRIP_MAX_MS))
+        return statistics.median(d - s for _, s, d in (self.call(sleep, []) for _ in range(ROUND_TRIP_CALLS)))
+
     def runtimes(self, calls: list[tuple[float, float]]) -> tuple[list[float], dict]:
         """The calls' runtimes: stream times, unless the device-wide end shows work the calling
         stream did not wait for (side streams): then device times less the host round trip."""
-        hidden = statistics.median(d - s for s, d in calls) - self.round_trip_ms
         stream_ms = statistics.median(s for s, _ in calls)
-        info = {"round_trip_ms": self.round_trip_ms, "hidden_ms": max(0.0, hidden)}
+        round_trip = self.round_trip(stream_ms)
+        hidden = statistics.median(d - s for s, d in calls) - round_trip
+        info = {"round_trip_ms": round_trip, "hidden_ms": max(0.0, hidden)}
         if hidden > max(HIDDEN_MIN_MS, HIDDEN_SHARE * stream_ms):
-            return [max(s, d - self.round_trip_ms) for s, d in calls], {**info, "timed_to": "device"}
+            return [max(s, d - round_trip) for s, d in calls], {**info, "timed_to": "device"}
         return [s for s, _ in calls], {**info, "timed_to": "stream"}
 
 
@@ -163,8 +180,8 @@ def measure(fn, fresh_inputs, device: str, spot: dict[int, list] | None = None, 
     spot = spot or {}
     timer = Timer(device)
     if calls is None:
-        warm = [timer.call(fn, fresh_inputs(-1 - j))[1:] for j in range(WARMUP_CALLS)]
-        calls = planned_calls(min(timer.runtimes(warm)[0]))
+        warm = [timer.call(fn, fresh_inputs(-1 - j))[1] for j in range(WARMUP_CALLS)]
+        calls = planned_calls(min(warm))
     timed, spot_outputs = [], {}
     for j in range(calls):
         inputs = spot[j] if j in spot else fresh_inputs(j)
