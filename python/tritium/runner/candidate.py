@@ -180,7 +180,9 @@ def evaluate(request: dict) -> dict:
     answer = {"ok": False, "sandbox": request.get("sandbox_report"), "trials": []}
     monitor = Monitor(filename)
     timing = request.get("timing") or {}
-    gpu = GpuLock(timing.get("lock_path") if device.startswith("cuda") else None, timing.get("lock_wait_s", LOCK_WAIT_S))
+    on_gpu = device.startswith("cuda")
+    gpu = GpuLock(timing.get("lock_path") if on_gpu else None, timing.get("lock_wait_s", LOCK_WAIT_S),
+                  sync=torch.cuda.synchronize if on_gpu else None)
     try:
         with gpu.shared():
             _evaluate(request, filename, device, monitor, gpu, answer)

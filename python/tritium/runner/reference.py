@@ -230,8 +230,9 @@ def reference(request: dict) -> dict:
         torch.manual_seed(seed)
         model = run_stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs))
         _perturb(model, seed)
-        gpu = GpuLock(request.get("lock_path") if device.startswith("cuda") else None,
-                      request.get("lock_wait_s", LOCK_WAIT_S))
+        on_gpu = device.startswith("cuda")
+        gpu = GpuLock(request.get("lock_path") if on_gpu else None, request.get("lock_wait_s", LOCK_WAIT_S),
+                      sync=torch.cuda.synchronize if on_gpu else None)
         with gpu.shared():
             model = model.to(device)
             params = [p.detach() for p in model.parameters()]
