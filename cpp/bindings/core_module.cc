@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "tritium/exec.h"
+#include "tritium/llm.h"
 #include "tritium/metrics.h"
 #include "tritium/reward.h"
 #include "tritium/pyast.h"
@@ -197,6 +198,9 @@ NB_MODULE(_core, m) {
   m.def("token_advantages", &token_advantages, nb::arg("response"), nb::arg("offsets"), nb::arg("plan"), nb::arg("code"));
   m.def("metrics_json", &metrics_json, nb::arg("verdicts_json"), nb::arg("ks"), nb::arg("ps"));
   m.def("pass_at_k", &pass_at_k, nb::arg("n"), nb::arg("c"), nb::arg("k"));
+  m.def("kernel_prompt", [](const std::string& source) { return tritium::kernel_prompt(source); }, nb::arg("task_source"));
+  m.def("format_response", [](const std::string& plan, const std::string& code) { return tritium::format_response(plan, code); },
+        nb::arg("plan"), nb::arg("code"));
   nb::class_<PyEngine>(m, "Engine")
       .def(nb::init<const std::string&>(), nb::arg("options_json"), nb::call_guard<nb::gil_scoped_release>())
       .def("evaluate_json", &PyEngine::evaluate_json, nb::arg("items_json"), nb::call_guard<nb::gil_scoped_release>())

@@ -99,11 +99,11 @@ def test_a_timer_stops_waiting_for_a_hung_sharer_and_says_so(lock_path):
         start = time.monotonic()
         with GpuLock(lock_path, wait_s=0.5).exclusive() as exclusive:
             waited = time.monotonic() - start
-        assert exclusive is False and 0.5 <= waited < 2.0
+        assert exclusive is False and 0.5 <= waited < 5.0
         # The gate is open again: a new sharer is not blocked by the timer that gave up.
         start = time.monotonic()
         with GpuLock(lock_path).shared():
-            assert time.monotonic() - start < 1.0
+            assert time.monotonic() - start < 5.0
     finally:
         hung.kill()
         hung.join()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 TRITIUM = shutil.which("tritium", path=os.path.dirname(sys.executable)) or shutil.which("tritium")
+CPU_MAX_EST_MS = 20.0  # the cpu size profile's estimated-time ceiling (cpp/src/synth/sampler.cc)
 
 
 def run(*args, check=True, timeout=900):
@@ -24,8 +25,11 @@ def test_a_thousand_cpu_tasks_of_difficulty_1_to_8_all_run(tmp_path):
               "--out", str(suite), "--validate", "--json")
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["validated"] == 1000 and report["failed"] == 0
-    assert report["slowest_forward_ms"] < 50, "the cpu profile keeps references under ~50 ms"
     lines = [json.loads(line) for line in suite.read_text().splitlines()]
+    # The size profile's guarantee is on the cost model, which is deterministic; the measured
+    # forward times (report["slowest_forward_ms"]) depend on the machine's load and belong in a
+    # benchmark, not in a test.
+    assert max(line["meta"]["est_ms"] for line in lines) <= CPU_MAX_EST_MS
     assert len({line["meta"]["hash"] for line in lines}) == 1000
     assert {line["meta"]["difficulty"] for line in lines} == set(range(1, 9))
 

@@ -101,6 +101,16 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return _core.pass_at_k(n, c, k)
 
 
+def kernel_prompt(task_source: str) -> str:
+    """The user message asking a model for a Triton ModelNew for a task (docs/data.md)."""
+    return _core.kernel_prompt(task_source)
+
+
+def format_response(plan: str, code: str) -> str:
+    """A response in the trained format: <think>plan</think>, then one ```python block."""
+    return _core.format_response(plan, code)
+
+
 class Engine:
     """The sandboxed evaluation engine (the same C++ engine as `tritium eval`).
 

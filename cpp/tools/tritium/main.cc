@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   add_eval_command(app, commands);
   add_synth_command(app, commands);
   add_report_command(app, commands);
+  add_data_command(app, commands);
 #ifdef TRITIUM_HAS_SERVE
   add_serve_command(app, commands);
 #endif

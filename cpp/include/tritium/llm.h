@@ -1,0 +1,24 @@
+// tritium/llm.h: talking to models: the prompt a task becomes and the response format a model
+// is trained to give (docs/data.md). The OpenAI-compatible client lands here too (issue 8).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "tritium/core.h"
+
+namespace tritium {
+
+/// The user message asking for a Triton ModelNew for `task_source` (KernelBench's Triton style:
+/// the task, the rules a candidate must follow, think first, then one code block). Trainers wrap
+/// it in the tokenizer's chat template when it has one.
+std::string kernel_prompt(std::string_view task_source);
+
+/// The response format: the plan inside <think>...</think>, then the code in one ```python fence.
+/// extract_response() recovers exactly `plan` and `code` from it.
+std::string format_response(std::string_view plan, std::string_view code);
+
+/// One SFT example: {"prompt", "response", "task_id", "meta"}.
+Json sft_example(const Task& task, std::string_view response);
+
+}  // namespace tritium
