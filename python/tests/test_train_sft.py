@@ -1,0 +1,94 @@
+"""SFT with the tiny preset on the CPU: response-only labels, learning, exact resume."""
+
+import json
+
+import pytest
+import torch
+
+from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS
+
+import tritium
+from tritium.train import data, models
+from tritium.train.sft import SFTConfig, train_sft
+
+
+def examples(n: int) -> list[dict]:
+    rows = []
+    for solution in sorted(EXAMPLE_SOLUTIONS.rglob("*.py"))[:n]:
+        task = (EXAMPLE_TASKS / solution.relative_to(EXAMPLE_SOLUTIONS)).read_text()
+        rows.append({"prompt": tritium.kernel_prompt(task),
+                     "response": tritium.format_response("One program per block.", solution.read_text())})
+    return rows
+
+
+@pytest.fixture
+def sft_file(tmp_path):
+    path = tmp_path / "sft.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in examples(4)) + "\n")
+    return path
+
+
+def test_labels_cover_the_response_and_the_eos_only():
+    rows = examples(2)
+    tokenizer = models.train_tokenizer([r["prompt"] + r["response"] for r in rows], vocab_size=600)
+    e = data.encode(tokenizer, rows[0]["prompt"], rows[0]["response"], max_len=100_000)
+    n_prompt = len(tokenizer(data.prompt_text(tokenizer, rows[0]["prompt"]), add_special_tokens=False)["input_ids"])
+    assert e["labels"][:n_prompt] == [data.IGNORE] * n_prompt
+    assert e["labels"][n_prompt:] == e["input_ids"][n_prompt:]
+    assert e["labels"][-1] == tokenizer.eos_token_id
+    assert tokenizer.decode(e["labels"][n_prompt:-1]) == rows[0]["response"]  # byte-level BPE round-trips
+    assert data.encode(tokenizer, rows[0]["prompt"], rows[0]["response"], max_len=n_prompt) is None
+    batch = data.collate([e, data.encode(tokenizer, "p", "r", 100)], tokenizer.pad_token_id)
+    assert batch["attention_mask"][1].sum() < batch["attention_mask"][0].sum()
+    assert (batch["labels"][1][batch["attention_mask"][1] == 0] == data.IGNORE).all()
+
+
+def test_the_chat_template_is_used_when_the_tokenizer_has_one():
+    tokenizer = models.train_tokenizer(["hello world"] * 3, vocab_size=300)
+    assert data.prompt_text(tokenizer, "hi") == "hi\n\n"
+    tokenizer.chat_template = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{% endfor %}<|assistant|>"
+    assert data.prompt_text(tokenizer, "hi") == "<|user|>hi<|assistant|>"
+
+
+def test_tiny_sft_learns_and_reports_held_out_loss(tmp_path, sft_file):
+    logs = []
+    result = train_sft(SFTConfig(data=str(sft_file), eval_data=str(sft_file), out=str(tmp_path / "run"), steps=40,
+                                 batch_size=2, lr=3e-3, max_len=1024, log_every=5), log=logs.append)
+    first = float(logs[0].split("loss ")[1].split()[0])
+    assert result["steps"] == 40 and result["loss"] < 0.6 * first, logs
+    assert 0 < result["eval_loss"] < first
+    assert (tmp_path / "run" / "checkpoint-40" / "trainer_state.pt").exists()
+
+
+@pytest.fixture
+def one_thread():
+    """The same reduction order in every run."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_a_resumed_run_matches_an_uninterrupted_one(tmp_path, sft_file, one_thread):
+    common = dict(data=str(sft_file), batch_size=2, lr=1e-3, max_len=512, log_every=0)
+    straight = train_sft(SFTConfig(out=str(tmp_path / "a"), steps=6, **common), log=lambda _: None)
+    train_sft(SFTConfig(out=str(tmp_path / "b"), steps=3, **common), log=lambda _: None)
+    logs = []
+    resumed = train_sft(SFTConfig(out=str(tmp_path / "b"), steps=6, **common), log=logs.append)
+    assert any("resuming" in line and "at step 3" in line for line in logs)
+    assert resumed["loss"] == pytest.approx(straight["loss"], rel=1e-4)
+    a, _ = models.load(str(tmp_path / "a" / "checkpoint-6"))
+    b, _ = models.load(str(tmp_path / "b" / "checkpoint-6"))
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.allclose(x, y, atol=1e-5), name
+
+
+def test_bad_inputs_say_what_is_wrong(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "x"}\n')
+    with pytest.raises(ValueError, match="bad.jsonl:1"):
+        train_sft(SFTConfig(data=str(bad), out=str(tmp_path / "o")))
+    with pytest.raises(ValueError, match="corpus"):
+        models.load("tiny")
+    with pytest.raises(ValueError, match="model directory"):
+        models.load(str(tmp_path / "nowhere"))
