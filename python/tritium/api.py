@@ -87,7 +87,8 @@ def reward_config(config: dict | None = None) -> dict:
 
 def token_advantages(response: str, offsets: list[tuple[int, int]], advantage: dict) -> list[float]:
     """Per-token advantages of one response from its tokens' character offsets (a tokenizer's
-    offset_mapping): tokens starting inside the extracted plan get advantage["plan"], others ["code"]."""
+    offset_mapping; non-ASCII text is handled): tokens starting inside the extracted plan get
+    advantage["plan"], others advantage["code"]."""
     return _core.token_advantages(response, [tuple(o) for o in offsets], advantage["plan"], advantage["code"])
 
 

@@ -98,14 +98,18 @@ struct SegmentAdvantage {
 /// A(code rewards); with any other scheme both are A(scalar rewards).
 std::vector<SegmentAdvantage> segment_advantages(std::span<const Reward> rewards, const RewardConfig& config);
 
-/// Per-token advantages from the tokenizer's character offsets of each response token: a token
+/// Per-token advantages from each response token's offsets (in the same unit as `plan`): a token
 /// that starts inside `plan` gets `advantage.plan`, every other token `advantage.code`.
 std::vector<double> token_advantages(std::span<const TextSpan> tokens, TextSpan plan,
                                      SegmentAdvantage advantage);
 
-/// Tokens of a raw response: the plan span comes from extract_response.
+/// Tokens of a raw response: the plan span comes from extract_response. `tokens` are character
+/// (code point) offsets, as tokenizers give them; extraction's spans are bytes of the UTF-8 text.
 std::vector<double> response_token_advantages(std::string_view response, std::span<const TextSpan> tokens,
                                               SegmentAdvantage advantage);
+
+/// Character (code point) offsets into UTF-8 text as byte offsets; offsets past the end clamp.
+std::vector<TextSpan> byte_offsets(std::string_view utf8, std::span<const TextSpan> characters);
 
 /// A sample's reward and its advantages within its group.
 struct Scored {

@@ -59,9 +59,21 @@ std::vector<double> token_advantages(std::span<const TextSpan> tokens, TextSpan 
   return out;
 }
 
+std::vector<TextSpan> byte_offsets(std::string_view utf8, std::span<const TextSpan> characters) {
+  std::vector<std::size_t> byte_at;  // byte offset of each code point, then the end
+  for (std::size_t i = 0; i < utf8.size(); ++i)
+    if ((static_cast<unsigned char>(utf8[i]) & 0xC0) != 0x80) byte_at.push_back(i);  // not a continuation byte
+  byte_at.push_back(utf8.size());
+  auto at = [&](std::size_t c) { return byte_at[std::min(c, byte_at.size() - 1)]; };
+  std::vector<TextSpan> out;
+  out.reserve(characters.size());
+  for (const auto& t : characters) out.push_back({at(t.begin), at(t.end)});
+  return out;
+}
+
 std::vector<double> response_token_advantages(std::string_view response, std::span<const TextSpan> tokens,
                                               SegmentAdvantage advantage) {
-  return token_advantages(tokens, extract_response(response).plan_span, advantage);
+  return token_advantages(byte_offsets(response, tokens), extract_response(response).plan_span, advantage);
 }
 
 std::vector<Scored> score_batch(std::span<const Verdict> verdicts, const RewardConfig& config) {

@@ -242,6 +242,22 @@ TEST(Advantage, ResponseTokensFollowTheExtractedPlan) {
   EXPECT_EQ(t, (std::vector<double>{1.0, 0.1, 0.1, 1.0, 1.0}));  // "<think>" itself is not plan text
 }
 
+TEST(Advantage, CharacterOffsetsBecomeByteOffsets) {
+  const std::string text = "a\xC3\xA9" "b\xE2\x82\xAC";  // split: a hex escape would swallow the b  // a, e-acute (2 bytes), b, euro sign (3 bytes)
+  std::vector<TextSpan> chars{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 9}};
+  auto bytes = byte_offsets(text, chars);
+  EXPECT_EQ(bytes[1].begin, 1u);
+  EXPECT_EQ(bytes[1].end, 3u);
+  EXPECT_EQ(bytes[3].begin, 4u);
+  EXPECT_EQ(bytes[3].end, 7u);
+  EXPECT_EQ(bytes[4].begin, 7u);  // past the end clamps
+  EXPECT_EQ(bytes[4].end, 7u);
+  // A plan with non-ASCII text: a code token after it is still a code token.
+  const std::string response = "<think>\xC3\xA9\xC3\xA9\xC3\xA9</think>\n```python\nx\n```\n";
+  std::vector<TextSpan> tokens{{7, 10}, {10, 18}};  // the plan's three characters, then "</think>"
+  EXPECT_EQ(response_token_advantages(response, tokens, {0.1, 1.0}), (std::vector<double>{0.1, 1.0}));
+}
+
 TEST(RewardConfig, JsonRoundTripAndErrors) {
   auto c = reward_config_from_json(Json::parse(R"({"scheme":"blended","beta":0.3,"penalties":{"hack":-2},"advantage":"rloo"})"));
   ASSERT_TRUE(c) << c.error().message;
