@@ -40,6 +40,7 @@ void add_eval_command(CLI::App& root, Commands& commands);
 void add_synth_command(CLI::App& root, Commands& commands);
 void add_report_command(CLI::App& root, Commands& commands);
 void add_data_command(CLI::App& root, Commands& commands);
+void add_train_command(CLI::App& root, Commands& commands);
 void add_serve_command(CLI::App& root, Commands& commands);  // when built with cpp-httplib
 
 /// The engine's flags, shared by every command that evaluates (eval, serve).

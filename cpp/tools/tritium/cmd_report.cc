@@ -1,4 +1,5 @@
 // tritium report: metrics of verdict files, side by side, as report.md, report.json, report.html.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
@@ -43,6 +44,13 @@ int run_report(const ReportCliOptions& o) {
     if (problems) std::cerr << fmt::format("tritium: warning: {}: {} unreadable lines skipped\n", file, problems);
     runs.push_back({std::filesystem::path(file).stem().string(), file, compute_metrics(*verdicts, options), problems});
   }
+  // Runs are named by their file stems; where two share one (eval/sft/verdicts.jsonl and
+  // eval/rl/verdicts.jsonl), the parent directory tells them apart.
+  std::vector<std::string> stems;
+  for (const auto& r : runs) stems.push_back(r.name);
+  for (auto& r : runs)
+    if (std::count(stems.begin(), stems.end(), r.name) > 1)
+      r.name = (std::filesystem::path(r.source).parent_path().filename() / std::filesystem::path(r.source).stem()).string();
   const std::filesystem::path out(o.out);
   std::error_code ec;
   std::filesystem::create_directories(out, ec);

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add_synth_command(app, commands);
   add_report_command(app, commands);
   add_data_command(app, commands);
+  add_train_command(app, commands);
 #ifdef TRITIUM_HAS_SERVE
   add_serve_command(app, commands);
 #endif

@@ -1,0 +1,100 @@
+"""`tritium train --config FILE.toml` (the CLI runs this): the stages a config lists, in order.
+
+    stages = ["data", "sft", "rl", "eval"]   # any subset, in this order
+    out = "runs/NAME"                         # every stage writes under it
+    [data]  synthesized tasks with reference solutions -> held-out split -> verified SFT JSONL
+    [sft]   tritium.train.sft.SFTConfig fields (data and out are filled in)
+    [rl]    tritium.train.rl.RLConfig fields (tasks, model and out are filled in)
+    [eval]  samples, max_new_tokens, temperature, engine_device: each trained model on the held-out tasks
+See configs/ and docs/training.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tomllib
+
+from .evaluate import evaluate_model
+from .rl import RLConfig, train_rl
+from .sft import SFTConfig, latest_checkpoint, train_sft
+
+STAGES = ("data", "sft", "rl", "eval")
+
+
+def _cli(*args: str) -> str:
+    tritium = shutil.which("tritium", path=os.path.dirname(sys.executable)) or shutil.which("tritium")
+    done = subprocess.run([tritium, *args], capture_output=True, text=True)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"tritium {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
+    tasks = out / "tasks.jsonl"
+    _cli("synth", "--count", str(cfg.get("count", 40)), "--difficulty", str(cfg.get("difficulty", "1-2")),
+         "--ops", cfg.get("ops", ""), "--seed", str(seed), "--with-solutions", "--out", str(tasks))
+    lines = tasks.read_text().splitlines()
+    heldout = int(cfg.get("heldout", max(1, len(lines) // 5)))
+    (out / "train_tasks.jsonl").write_text("\n".join(lines[:-heldout]) + "\n")
+    (out / "heldout.jsonl").write_text("\n".join(lines[-heldout:]) + "\n")
+    stats = json.loads(_cli("data", "sft", "--tasks", str(out / "train_tasks.jsonl"), "--out", str(out / "sft.jsonl"),
+                            "--device", cfg.get("device", "auto"), "--json"))
+    print(f"data: {len(lines) - heldout} training tasks, {heldout} held out; SFT examples kept {stats['kept']}, "
+          f"dropped {stats['dropped']}")
+
+
+def run(config_path: str) -> int:
+    config = tomllib.loads(pathlib.Path(config_path).read_text())
+    stages = config.get("stages", list(STAGES))
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise ValueError(f"{config_path}: unknown stages {unknown}; use {list(STAGES)}")
+    out = pathlib.Path(config.get("out", "runs/" + pathlib.Path(config_path).stem))
+    out.mkdir(parents=True, exist_ok=True)
+    seed = int(config.get("seed", 0))
+    models_trained = []
+    if "data" in stages:
+        data_stage(config.get("data", {}), out, seed)
+    if "sft" in stages:
+        train_sft(SFTConfig(data=str(out / "sft.jsonl"), out=str(out / "sft"), seed=seed, **config.get("sft", {})))
+        models_trained.append(("sft", latest_checkpoint(out / "sft")))
+    if "rl" in stages:
+        start = latest_checkpoint(out / "sft") or config.get("rl", {}).get("model")
+        rl = {k: v for k, v in config.get("rl", {}).items() if k != "model"}
+        result = train_rl(RLConfig(tasks=str(out / "train_tasks.jsonl"), model=str(start), out=str(out / "rl"),
+                                   seed=seed, **rl))
+        models_trained.append(("rl", pathlib.Path(result["checkpoint"])))
+    if "eval" in stages:
+        cfg = config.get("eval", {})
+        verdicts = []
+        for name, model in models_trained or [("model", pathlib.Path(cfg["model"]))]:
+            print(f"eval: {name} ({model})")
+            evaluate_model(str(model), str(out / "heldout.jsonl"), str(out / "eval" / name), seed=seed,
+                           **{k: v for k, v in cfg.items() if k != "model"})
+            verdicts.append(out / "eval" / name / "verdicts.jsonl")
+        if len(verdicts) > 1:  # the stages side by side: before and after RL
+            _cli("report", str(verdicts[0]), "--compare", *map(str, verdicts[1:]), "--out", str(out / "report"))
+            print(f"eval: report with the stages side by side in {out / 'report'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tritium train", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, help="a TOML file (configs/)")
+    args = parser.parse_args(argv)
+    try:
+        return run(args.config)
+    except (ValueError, FileNotFoundError, tomllib.TOMLDecodeError) as e:
+        print(f"tritium: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""The eval stage: k samples per held-out task from a model, verdicts from the engine, then
+metrics and `tritium report` files (pass@k, fast_p, the status breakdown)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import torch
+
+from . import models
+from .rl import _device, rollout
+
+
+def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_new_tokens: int = 512,
+                   temperature: float = 0.7, top_p: float = 0.95, device: str = "auto", engine_device: str = "auto",
+                   seed: int = 0, log=print) -> dict:
+    """Writes OUT/verdicts.jsonl and OUT/report.{md,json,html}; returns the overall metrics."""
+    from .. import api
+
+    torch.manual_seed(seed)
+    where = pathlib.Path(out)
+    where.mkdir(parents=True, exist_ok=True)
+    run_device = _device(device)
+    model, tokenizer = models.load(model_dir)
+    model.to(run_device)
+    items = []
+    for task in api.load_suite(tasks, with_source=True)["tasks"]:
+        _, _, texts = rollout(model, tokenizer, api.kernel_prompt(task["source"]), samples, max_new_tokens, temperature,
+                              top_p, run_device)
+        items += [{"id": f"{task['id']}#{k}", "task": task["source"], "task_id": task["id"], "response": t,
+                   "group": task["id"], "sample": k} for k, t in enumerate(texts)]
+    engine = api.Engine(device=engine_device, python=sys.executable)
+    verdicts = engine.evaluate(items)
+    verdict_file = where / "verdicts.jsonl"
+    verdict_file.write_text("".join(json.dumps(v) + "\n" for v in verdicts))
+    tritium_cli = shutil.which("tritium", path=os.path.dirname(sys.executable)) or shutil.which("tritium")
+    if tritium_cli:
+        subprocess.run([tritium_cli, "report", str(verdict_file), "--out", str(where)], check=True, capture_output=True)
+    overall = api.metrics(verdicts, ks=tuple(k for k in (1, samples) if k <= samples))["overall"]
+    log(f"eval: {len(verdicts)} samples over {overall['tasks']} tasks: {overall['stages']}, {overall['pass']}")
+    return overall
