@@ -13,7 +13,7 @@ import sys
 import torch
 
 from . import models
-from .rl import _device, rollout
+from .rl import rollout
 
 
 def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_new_tokens: int = 512,
@@ -25,7 +25,7 @@ def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_n
     torch.manual_seed(seed)
     where = pathlib.Path(out)
     where.mkdir(parents=True, exist_ok=True)
-    run_device = _device(device)
+    run_device = models.device_for(device)
     model, tokenizer = models.load(model_dir)
     model.to(run_device)
     items = []

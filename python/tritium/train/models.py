@@ -14,6 +14,13 @@ TINY = {"hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 2, "n
         "num_key_value_heads": 2, "max_position_embeddings": 4096, "rope_theta": 10000.0}
 
 
+def device_for(name: str) -> torch.device:
+    """"auto" is the GPU when torch sees one, else the CPU; anything else is taken as given."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
 def train_tokenizer(corpus: list[str], vocab_size: int = 2048) -> PreTrainedTokenizerFast:
     """A byte-level BPE tokenizer trained on `corpus` (task sources, solutions, plans)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers

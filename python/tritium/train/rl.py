@@ -11,7 +11,6 @@ The curriculum over difficulty levels and level mixing are not here yet (docs/tr
 
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
 import json
@@ -24,6 +23,7 @@ from collections import Counter
 import torch
 
 from . import data, grpo, models
+from .cli import parse_config
 
 
 @dataclasses.dataclass
@@ -48,10 +48,6 @@ class RLConfig:
     seed: int = 0
     save_every: int = 0         # 0: only at the end
     log_every: int = 1
-
-
-def _device(name: str) -> torch.device:
-    return torch.device("cuda" if name == "auto" and torch.cuda.is_available() else ("cpu" if name == "auto" else name))
 
 
 @torch.no_grad()
@@ -93,7 +89,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
 
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
-    device = _device(cfg.device)
+    device = models.device_for(cfg.device)
     out = pathlib.Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     tasks = api.load_suite(cfg.tasks, with_source=True)["tasks"]
@@ -153,14 +149,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for field in dataclasses.fields(RLConfig):
-        flag = "--" + field.name.replace("_", "-")
-        if field.default is dataclasses.MISSING:
-            parser.add_argument(flag, required=True)
-        else:
-            parser.add_argument(flag, type={"int": int, "float": float}.get(field.type, str), default=field.default)
-    result = train_rl(RLConfig(**vars(parser.parse_args(argv))))
+    result = train_rl(parse_config(RLConfig, argv, __doc__))
     print(json.dumps({k: v for k, v in result.items() if k != "history"}))
     return 0
 

@@ -7,7 +7,6 @@ latest, held-out loss every `eval_every` steps.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
@@ -20,6 +19,7 @@ import time
 import torch
 
 from . import data, models
+from .cli import parse_config
 
 
 @dataclasses.dataclass
@@ -48,10 +48,6 @@ def latest_checkpoint(out: pathlib.Path) -> pathlib.Path | None:
     found = sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     done = [p for p in found if (p / "trainer_state.pt").exists()]  # a crash mid-save leaves no state file
     return done[-1] if done else None
-
-
-def _device(name: str) -> torch.device:
-    return torch.device("cuda" if name == "auto" and torch.cuda.is_available() else ("cpu" if name == "auto" else name))
 
 
 class _Batches:
@@ -107,7 +103,7 @@ def train_sft(cfg: SFTConfig, log=print) -> dict:
     """Runs SFT to `cfg.steps` optimizer steps; returns {steps, loss, eval_loss, dropped, ...}."""
     out = pathlib.Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    device = _device(cfg.device)
+    device = models.device_for(cfg.device)
     rows = data.read_jsonl(cfg.data)
     eval_rows = data.read_jsonl(cfg.eval_data) if cfg.eval_data else []
     resume_from = latest_checkpoint(out) if cfg.resume else None
@@ -165,18 +161,7 @@ def train_sft(cfg: SFTConfig, log=print) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for field in dataclasses.fields(SFTConfig):
-        flag = "--" + field.name.replace("_", "-")
-        if field.type == "bool":
-            parser.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=field.default)
-        elif field.default is dataclasses.MISSING:
-            parser.add_argument(flag, required=True)
-        else:
-            kind = {"int": int, "float": float}.get(field.type, str)
-            parser.add_argument(flag, type=kind, default=field.default)
-    cfg = SFTConfig(**vars(parser.parse_args(argv)))
-    print(json.dumps(train_sft(cfg)))
+    print(json.dumps(train_sft(parse_config(SFTConfig, argv, __doc__))))
     return 0
 
 
