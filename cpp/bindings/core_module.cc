@@ -2,6 +2,7 @@
 // (the same documents the CLI prints with --json), so the two faces cannot drift apart.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/vector.h>
 
@@ -106,13 +107,17 @@ std::string synth_stats_json(const std::string& tasks_json, const std::string& o
 
 // Rewards for Python: verdicts (a JSON list) and a reward config (a JSON object, absent keys
 // default) in; [{reward, advantage}] out, grouped by each verdict's meta.group.
+std::vector<tritium::Verdict> verdicts_from(const std::string& verdicts_json) {
+  std::vector<tritium::Verdict> verdicts;
+  for (const auto& v : tritium::Json::parse(verdicts_json)) verdicts.push_back(tritium::verdict_from_json(v));
+  return verdicts;
+}
+
 std::string rewards_json(const std::string& verdicts_json, const std::string& config_json) {
   auto config = tritium::reward_config_from_json(tritium::Json::parse(config_json));
   if (!config) throw std::invalid_argument(config.error().message);
-  std::vector<tritium::Verdict> verdicts;
-  for (const auto& v : tritium::Json::parse(verdicts_json)) verdicts.push_back(tritium::verdict_from_json(v));
   tritium::Json out = tritium::Json::array();
-  for (const auto& s : tritium::score_batch(verdicts, *config)) out.push_back(tritium::to_json(s));
+  for (const auto& s : tritium::score_batch(verdicts_from(verdicts_json), *config)) out.push_back(tritium::to_json(s));
   return out.dump();
 }
 
@@ -130,11 +135,9 @@ std::vector<double> token_advantages(const std::string& response, const std::vec
 }
 
 std::string metrics_json(const std::string& verdicts_json, const std::vector<int>& ks, const std::vector<double>& ps) {
-  std::vector<tritium::Verdict> verdicts;
-  for (const auto& v : tritium::Json::parse(verdicts_json)) verdicts.push_back(tritium::verdict_from_json(v));
   for (int k : ks)
     if (k < 1) throw std::invalid_argument("each k must be at least 1");
-  return tritium::to_json(tritium::compute_metrics(verdicts, {ks, ps})).dump();
+  return tritium::to_json(tritium::compute_metrics(verdicts_from(verdicts_json), {ks, ps})).dump();
 }
 
 double pass_at_k(int n, int c, int k) {
@@ -199,6 +202,7 @@ NB_MODULE(_core, m) {
   m.def("metrics_json", &metrics_json, nb::arg("verdicts_json"), nb::arg("ks"), nb::arg("ps"));
   m.def("pass_at_k", &pass_at_k, nb::arg("n"), nb::arg("c"), nb::arg("k"));
   m.def("kernel_prompt", [](const std::string& source) { return tritium::kernel_prompt(source); }, nb::arg("task_source"));
+  m.def("task_in_prompt", [](const std::string& prompt) { return tritium::task_in_prompt(prompt); }, nb::arg("prompt"));
   m.def("format_response", [](const std::string& plan, const std::string& code) { return tritium::format_response(plan, code); },
         nb::arg("plan"), nb::arg("code"));
   nb::class_<PyEngine>(m, "Engine")

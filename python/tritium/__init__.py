@@ -6,7 +6,7 @@ this package is a thin face over it. The API is imported lazily so that the sand
 """
 
 _API = ("version", "load_suite", "check_suite", "verify", "extract", "synthesize", "synth_stats", "rewards",
-        "reward_config", "token_advantages", "metrics", "pass_at_k", "kernel_prompt", "format_response", "Engine")
+        "reward_config", "token_advantages", "metrics", "pass_at_k", "kernel_prompt", "task_in_prompt", "format_response", "Engine")
 
 
 def __getattr__(name: str):

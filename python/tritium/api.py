@@ -107,6 +107,11 @@ def kernel_prompt(task_source: str) -> str:
     return _core.kernel_prompt(task_source)
 
 
+def task_in_prompt(prompt: str) -> str | None:
+    """The task a prompt carries: its first fenced code block defining `class Model`, or None."""
+    return _core.task_in_prompt(prompt)
+
+
 def format_response(plan: str, code: str) -> str:
     """A response in the trained format: <think>plan</think>, then one ```python block."""
     return _core.format_response(plan, code)

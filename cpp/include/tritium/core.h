@@ -75,6 +75,9 @@ struct Suite {
 /// Errors only when the path itself is unusable; bad items become `Suite::problems`.
 Result<Suite> load_suite(const std::filesystem::path& path);
 
+/// The task of a suite with this id, or null.
+const Task* find_task(const Suite& suite, std::string_view id);
+
 /// Parses a JSONL suite held in memory; `origin` names it in messages.
 Suite parse_jsonl_suite(std::string_view text, const std::string& origin);
 

@@ -161,4 +161,10 @@ Result<Suite> load_suite(const fs::path& path) {
   return suite;
 }
 
+const Task* find_task(const Suite& suite, std::string_view id) {
+  for (const auto& t : suite.tasks)
+    if (t.id == id) return &t;
+  return nullptr;
+}
+
 }  // namespace tritium

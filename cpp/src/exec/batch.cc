@@ -8,12 +8,6 @@ namespace fs = std::filesystem;
 namespace tritium {
 namespace {
 
-const Task* find_task(const Suite& tasks, std::string_view id) {
-  for (const auto& t : tasks.tasks)
-    if (t.id == id) return &t;
-  return nullptr;
-}
-
 // A candidate file's id is its task's id, or <task id>/<sample> for one of several samples.
 const Task* task_for_file(const Suite& tasks, const std::string& id) {
   if (const Task* t = find_task(tasks, id)) return t;

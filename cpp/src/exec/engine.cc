@@ -336,15 +336,23 @@ struct Engine::Impl {
     }
   }
 
-  static std::string code_of(const EvalItem& item) {
-    return item.is_response ? extract_response(item.code).code : item.code;
+  // An item's code (extracted from a response) and its cache key (empty without a cache): worked
+  // out once, on the caller's thread, for the cache lookup and then the evaluation.
+  struct Prepared {
+    std::string code, key;
+  };
+
+  Prepared prepare(const EvalItem& item) const {
+    Prepared p{item.is_response ? extract_response(item.code).code : item.code, {}};
+    if (cache) p.key = cache_key_for(item.task, p.code);
+    return p;
   }
 
   // The cached verdict of an item, relabelled for this item; cheap enough for the caller's thread.
-  std::optional<Verdict> cached(const EvalItem& item) {
+  std::optional<Verdict> cached(const EvalItem& item, const Prepared& prepared) {
     if (!cache) return std::nullopt;
     const auto start = Clock::now();
-    auto hit = cache->get(cache_key_for(item.task, code_of(item)));
+    auto hit = cache->get(prepared.key);
     if (!hit) return std::nullopt;
     Verdict v = verdict_from_json(*hit);
     v.candidate_id = item.id;
@@ -355,7 +363,7 @@ struct Engine::Impl {
     return v;
   }
 
-  Verdict evaluate_one(int slot, const EvalItem& item) {
+  Verdict evaluate_one(int slot, const EvalItem& item, const Prepared& prepared) {
     const auto start = Clock::now();
     Verdict v;
     v.candidate_id = item.id;
@@ -364,8 +372,7 @@ struct Engine::Impl {
     v.device = device;
     v.profile = options.profile;
     v.meta = item.meta;
-    const std::string code = code_of(item);
-    const std::string key = cache_key_for(item.task, code);
+    const std::string& code = prepared.code;
     if (code.empty()) {
       v.status = "invalid_syntax";
       v.message = "the response holds no Python code block";
@@ -388,7 +395,7 @@ struct Engine::Impl {
       v.findings.insert(v.findings.begin(), static_findings.begin(), static_findings.end());
     }
     v.eval_ms = ms_since(start);
-    if (cache && v.status != "error") cache->put(key, to_json(v));
+    if (cache && v.status != "error") cache->put(prepared.key, to_json(v));
     return v;
   }
 };
@@ -459,16 +466,17 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
   std::condition_variable finished;
   std::size_t done = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    if (auto hit = impl_->cached(items[i])) {  // no queueing behind slow candidates for a repeat
+    auto prepared = impl_->prepare(items[i]);
+    if (auto hit = impl_->cached(items[i], prepared)) {  // no queueing behind slow candidates for a repeat
       verdicts[i] = std::move(*hit);
       std::lock_guard lock(mutex);
       ++done;
       if (progress) progress(done, items.size(), verdicts[i]);
       continue;
     }
-    impl_->submit([&, i](int slot) {
+    impl_->submit([&, i, prepared = std::move(prepared)](int slot) {
       try {
-        verdicts[i] = impl_->evaluate_one(slot, items[i]);
+        verdicts[i] = impl_->evaluate_one(slot, items[i], prepared);
       } catch (const std::exception& e) {  // a bug must cost one verdict, not the process
         verdicts[i] = error_verdict(items[i].id, fmt::format("internal error: {}; please report it", e.what()));
       }

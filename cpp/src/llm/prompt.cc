@@ -29,6 +29,18 @@ std::string format_response(std::string_view plan, std::string_view code) {
   return fmt::format("<think>\n{}\n</think>\n\n```python\n{}```\n", plan, body);
 }
 
+std::optional<std::string> task_in_prompt(std::string_view prompt) {
+  for (std::size_t at = prompt.find("```"); at != std::string_view::npos; at = prompt.find("```", at + 3)) {
+    const std::size_t start = prompt.find('\n', at);
+    const std::size_t end = start == std::string_view::npos ? start : prompt.find("```", start);
+    if (end == std::string_view::npos) break;
+    const std::string_view block = prompt.substr(start + 1, end - start - 1);
+    if (block.find("class Model") != std::string_view::npos) return std::string(block);
+    at = end;
+  }
+  return std::nullopt;
+}
+
 Json sft_example(const Task& task, std::string_view response) {
   Json meta = Json::object();
   for (const char* key : {"difficulty", "ops", "seed"})

@@ -68,7 +68,6 @@ Summary summarise_verdicts(const std::vector<const Verdict*>& verdicts, const Me
   for (const auto& status : verdict_statuses()) s.statuses[status] = 0;
   for (const auto& stage : stages()) s.stages[stage] = 0;
   std::map<std::string, TaskTally> tallies;
-  std::map<std::string, bool> task_timed;
   std::vector<double> ce, cc, ae, ac;
   for (const Verdict* v : verdicts) {
     ++s.statuses[v->status];
@@ -87,7 +86,6 @@ Summary summarise_verdicts(const std::vector<const Verdict*>& verdicts, const Me
     const bool correct = v->status == "correct";
     t.correct += correct;
     const auto se = speedup(*v, false), sc = speedup(*v, true);
-    task_timed[v->task_id] = task_timed[v->task_id] || se || sc;
     for (std::size_t pi = 0; pi < o.ps.size(); ++pi) {
       t.faster_eager[pi] += se && *se > o.ps[pi];
       t.faster_compile[pi] += sc && *sc > o.ps[pi];

@@ -1,6 +1,8 @@
 // The routes' logic (docs/serve.md): batch items -> verifier or engine -> verdicts, rewards.
 #include "api.h"
 
+#include "tritium/llm.h"
+
 #include <fmt/format.h>
 
 namespace tritium::serve {
@@ -12,18 +14,10 @@ const Json& string_field(const Json& item, const char* key) {
 }
 
 // The task of an OpenRLHF sample: its label (a task id of the served suite, or a task's source),
-// else the prompt's first fenced Python block that defines `class Model`.
+// else the task its prompt carries.
 std::optional<std::string> task_source_for(const Json& label, const std::string& prompt) {
   if (label.is_string() && label.get<std::string>().find("class Model") != std::string::npos) return label.get<std::string>();
-  for (std::size_t at = prompt.find("```"); at != std::string::npos; at = prompt.find("```", at + 3)) {
-    const std::size_t start = prompt.find('\n', at);
-    const std::size_t end = start == std::string::npos ? start : prompt.find("```", start);
-    if (end == std::string::npos) break;
-    std::string block = prompt.substr(start + 1, end - start - 1);
-    if (block.find("class Model") != std::string::npos) return block;
-    at = end;
-  }
-  return std::nullopt;
+  return task_in_prompt(prompt);
 }
 
 std::vector<TextSpan> token_spans(const Json& offsets) {
@@ -70,9 +64,8 @@ Json Api::verify(const Json& body) const {
     const Json& code = string_field(item, "code");
     const Json& response = string_field(item, "response");
     std::string task = string_field(item, "task").is_string() ? string_field(item, "task").get<std::string>() : "";
-    if (task.empty() && string_field(item, "task_id").is_string())
-      for (const auto& t : tasks_.tasks)
-        if (t.id == item["task_id"]) task = t.source;
+    if (const Json& id = string_field(item, "task_id"); task.empty() && id.is_string())
+      if (const Task* known = find_task(tasks_, id.get<std::string>())) task = known->source;
     if (code.is_string() == response.is_string()) {
       out.push_back({{"status", "error"}, {"message", "expected exactly one of \"code\" or \"response\" (a string)"}, {"findings", Json::array()}});
       continue;
@@ -140,7 +133,7 @@ Json Api::get_reward(const Json& body) {
     // The response is the query after its prompt; equal prompts form a group.
     Json item = {{"response", query.rfind(prompt, 0) == 0 ? query.substr(prompt.size()) : query},
                  {"group", prompt}};
-    if (label.is_string() && find_if(tasks_.tasks.begin(), tasks_.tasks.end(), [&](const Task& t) { return t.id == label; }) != tasks_.tasks.end())
+    if (label.is_string() && find_task(tasks_, label.get<std::string>()))
       item["task_id"] = label;
     else if (auto source = task_source_for(label, prompt))
       item["task"] = *source;

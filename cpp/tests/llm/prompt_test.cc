@@ -27,6 +27,14 @@ TEST(Prompt, ExtractionRecoversThePlanAndTheCode) {
   EXPECT_EQ(response.substr(e.plan_span.begin, e.plan_span.end - e.plan_span.begin), plan);
 }
 
+TEST(Prompt, TheTaskComesBackOutOfThePrompt) {
+  const std::string task = "import torch\nclass Model(torch.nn.Module):\n    pass\n";
+  EXPECT_EQ(task_in_prompt(kernel_prompt(task)), task);
+  EXPECT_EQ(task_in_prompt("intro\n```\nprint(1)\n```\nthen\n~~~\n```py\n" + task + "```\n"), task);  // any fence info
+  EXPECT_FALSE(task_in_prompt("```python\nprint(1)\n```"));
+  EXPECT_FALSE(task_in_prompt("```python\nclass Model: pass"));  // unterminated
+}
+
 TEST(Prompt, SftExampleCarriesTheTaskMeta) {
   Task t{"synth/k2_000001", "class Model: pass\n", "x", 2, {{"difficulty", 2}, {"ops", {"relu", "add"}}, {"solution", "..."}}};
   const Json j = sft_example(t, "R");

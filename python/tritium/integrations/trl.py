@@ -9,11 +9,8 @@ Completions of the same prompt form a group (DRTriton's speed weights need it).
 
 from __future__ import annotations
 
-import re
-
+from .. import api
 from .client import RewardClient, default_client
-
-_BLOCK = re.compile(r"```(?:python)?\n(.*?)```", re.S)
 
 
 def _text(message) -> str:
@@ -22,13 +19,6 @@ def _text(message) -> str:
     if isinstance(message, list) and message:  # a conversation: [{"role", "content"}, ...]
         return "\n".join(str(m.get("content", "")) for m in message if isinstance(m, dict))
     return str(message)
-
-
-def _task_from_prompt(prompt: str) -> str | None:
-    for block in _BLOCK.findall(prompt):
-        if "class Model" in block:
-            return block
-    return None
 
 
 def make_reward(client: RewardClient | None = None, name: str = "triton_reward"):
@@ -45,7 +35,7 @@ def make_reward(client: RewardClient | None = None, name: str = "triton_reward")
                 item["task"] = tasks[i]
             elif task_ids is not None and task_ids[i]:
                 item["task_id"] = task_ids[i]
-            elif (source := _task_from_prompt(prompt_text)) is not None:
+            elif (source := api.task_in_prompt(prompt_text)) is not None:
                 item["task"] = source
             items.append(item)
         scored = (client or default_client()).score(items)

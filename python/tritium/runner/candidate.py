@@ -16,7 +16,7 @@ from . import inputs as trial_inputs
 from .monitor import Monitor, install_launch_hook, recording
 from .tasks import load_module, source_line, synchronize
 from .tensorfile import read_tensors, write_tensors
-from .timing import LOCK_WAIT_S, GpuLock
+from .timing import GpuLock
 
 CPU_SHAPED_CALLS = 8  # on the CPU nothing is timed, but the calls a timing loop makes are checked
 INTERPRETER_LIMITS = ("only 0-dimensional arrays can be converted to Python scalars",)
@@ -180,9 +180,7 @@ def evaluate(request: dict) -> dict:
     answer = {"ok": False, "sandbox": request.get("sandbox_report"), "trials": []}
     monitor = Monitor(filename)
     timing = request.get("timing") or {}
-    on_gpu = device.startswith("cuda")
-    gpu = GpuLock(timing.get("lock_path") if on_gpu else None, timing.get("lock_wait_s", LOCK_WAIT_S),
-                  sync=torch.cuda.synchronize if on_gpu else None)
+    gpu = GpuLock.for_device(device, timing.get("lock_path"), timing.get("lock_wait_s"))
     try:
         with gpu.shared():
             _evaluate(request, filename, device, monitor, gpu, answer)

@@ -16,7 +16,7 @@ import torch
 from . import inputs as trial_inputs
 from .tasks import TaskFailure, describe, flatten_outputs, load_module, require, run_stage
 from .tensorfile import write_tensors
-from .timing import LOCK_WAIT_S, GpuLock
+from .timing import GpuLock
 
 CONDITION_MARGIN = 0.25  # the share of the tolerance the reference itself may use
 SPOT_SETS = 3
@@ -230,9 +230,7 @@ def reference(request: dict) -> dict:
         torch.manual_seed(seed)
         model = run_stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs))
         _perturb(model, seed)
-        on_gpu = device.startswith("cuda")
-        gpu = GpuLock(request.get("lock_path") if on_gpu else None, request.get("lock_wait_s", LOCK_WAIT_S),
-                      sync=torch.cuda.synchronize if on_gpu else None)
+        gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
         with gpu.shared():
             model = model.to(device)
             params = [p.detach() for p in model.parameters()]

@@ -48,6 +48,14 @@ class GpuLock:
         # stream it never waited for) must not run on into another process's timed calls.
         self._sync = sync
 
+    @classmethod
+    def for_device(cls, device: str, lock_path: str | None, wait_s: float | None = None) -> "GpuLock":
+        """The lock of a runner working on `device`: a no-op on the CPU; on a GPU, one that
+        synchronizes the device before letting go."""
+        on_gpu = device.startswith("cuda")
+        return cls(lock_path if on_gpu else None, LOCK_WAIT_S if wait_s is None else wait_s,
+                   sync=torch.cuda.synchronize if on_gpu else None)
+
     def sync(self) -> None:
         if self._sync is None:
             return
