@@ -105,5 +105,7 @@ Json report_json(std::span<const RunReport> runs);
 /// A self-contained HTML page (no scripts, no external files) with SVG charts: status breakdown
 /// per run and level, speedup distribution, pass@k curve.
 std::string report_html(std::span<const RunReport> runs);
+/// Writes DIR/report.md, report.json and report.html (creating DIR); the error names the file.
+std::optional<Error> write_reports(const std::filesystem::path& dir, std::span<const RunReport> runs);
 
 }  // namespace tritium

@@ -23,6 +23,15 @@ std::string kernel_prompt(std::string_view task_source) {
   return fmt::format(kInstructions, source);
 }
 
+std::string refinement_prompt(std::string_view task_source, std::string_view previous_code, std::string_view feedback) {
+  std::string code(previous_code);
+  if (!code.empty() && code.back() != '\n') code += '\n';
+  return fmt::format("{}\n\nYour previous answer was:\n\n```python\n{}```\n\n{}\n\nWrite a better version under the same "
+                     "rules: think first inside <think> and </think>, then give the complete module in one ```python "
+                     "code block.",
+                     kernel_prompt(task_source), code, feedback);
+}
+
 std::string format_response(std::string_view plan, std::string_view code) {
   std::string body(code);
   if (!body.empty() && body.back() != '\n') body += '\n';

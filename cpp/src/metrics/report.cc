@@ -1,4 +1,6 @@
 // Reports as Markdown and JSON; runs side by side, one column per run.
+#include <fstream>
+
 #include <fmt/format.h>
 
 #include "tables.h"
@@ -43,6 +45,21 @@ Json report_json(std::span<const RunReport> runs) {
   for (const auto& r : runs)
     out.push_back({{"name", r.name}, {"source", r.source}, {"problems", r.problems}, {"metrics", to_json(r.metrics)}});
   return {{"tritium", version()}, {"runs", out}};
+}
+
+std::optional<Error> write_reports(const std::filesystem::path& dir, std::span<const RunReport> runs) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error{fmt::format("{}: {}", dir.string(), ec.message())};
+  for (const auto& [name, text] : {std::pair{"report.md", report_markdown(runs)},
+                                   std::pair{"report.json", report_json(runs).dump(2) + "\n"},
+                                   std::pair{"report.html", report_html(runs)}}) {
+    std::ofstream f(dir / name, std::ios::binary);
+    f << text;
+    f.close();
+    if (!f) return Error{fmt::format("could not write {}", (dir / name).string())};
+  }
+  return std::nullopt;
 }
 
 }  // namespace tritium

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -101,6 +103,47 @@ void add_engine_flags(CLI::App* app, EngineFlags& f) {
   app->add_flag("--no-timing", f.no_timing, "Do not time on the GPU (correctness only)");
   app->add_flag("--keep-files", f.engine.keep_files, "Keep the work directory's files (debugging)");
   app->add_option("--work-dir", f.engine.work_dir, "Work directory (default: a fresh temporary one)");
+}
+
+search::GeneratorSpec ModelFlags::resolved(const Suite* tasks) const {
+  search::GeneratorSpec g = spec;
+  g.spec = model;
+  g.tasks = tasks;
+  g.client.chat = !completions;
+  g.server_args.insert(g.server_args.end(), {"--device", model_device});
+  return g;
+}
+
+void add_model_flags(CLI::App* app, ModelFlags& f, const std::string& model_flag) {
+  app->add_option(model_flag, f.model,
+                  "http(s):// URL of an OpenAI-compatible server, a model directory (served by a child "
+                  "'tritium serve-model'), or 'emitter' (synthesized tasks' reference solutions)")
+      ->required();
+  app->add_option("--model-name", f.spec.client.model, "The request's \"model\" field (API servers need it)");
+  app->add_option("--temperature", f.sampling.temperature, "Sampling temperature")->capture_default_str();
+  app->add_option("--top-p", f.sampling.top_p, "Nucleus sampling")->capture_default_str();
+  app->add_option("--max-tokens", f.sampling.max_tokens, "Tokens per sample")->capture_default_str();
+  app->add_option("--sampling-seed", f.sampling.seed, "The request's seed (servers that honour it)");
+  app->add_option("--concurrency", f.concurrency, "Requests in flight")->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_option("--request-timeout", f.spec.client.timeout_s, "Seconds a request may take")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--retries", f.spec.client.max_retries, "Retries on 429, 5xx, timeouts")->capture_default_str();
+  app->add_option("--system-prompt", f.spec.client.system_prompt, "A system message before the task prompt");
+  app->add_flag("--completions", f.completions, "Use /v1/completions with the raw prompt instead of chat");
+  app->add_option("--model-device", f.model_device, "A model directory's device: auto, cpu, cuda, cuda:N")
+      ->capture_default_str();
+}
+
+int exec_python_module(const std::string& python, const std::string& module, const std::vector<std::string>& args) {
+  const std::string interpreter = python.empty() ? find_python() : python;
+  std::vector<std::string> all{interpreter, "-m", module};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execvp(interpreter.c_str(), argv.data());  // returns only on failure
+  return fail(kEnvironment, fmt::format("cannot run {}: {}; set TRITIUM_PYTHON or --python", interpreter, std::strerror(errno)));
 }
 
 }  // namespace tritium::cli

@@ -11,6 +11,7 @@
 
 #include "tritium/core.h"
 #include "tritium/exec.h"
+#include "tritium/search.h"
 
 namespace tritium::cli {
 
@@ -42,6 +43,10 @@ void add_report_command(CLI::App& root, Commands& commands);
 void add_data_command(CLI::App& root, Commands& commands);
 void add_train_command(CLI::App& root, Commands& commands);
 void add_serve_command(CLI::App& root, Commands& commands);  // when built with cpp-httplib
+void add_serve_model_command(CLI::App& root, Commands& commands);
+void add_bench_command(CLI::App& root, Commands& commands);
+void add_distill_command(CLI::App& root, Commands& commands);
+void add_search_command(CLI::App& root, Commands& commands);
 
 /// The engine's flags, shared by every command that evaluates (eval, serve).
 struct EngineFlags {
@@ -51,6 +56,22 @@ struct EngineFlags {
   EngineOptions options() const;  // the flags applied
 };
 void add_engine_flags(CLI::App* app, EngineFlags& flags);
+
+/// The model flags of every command that samples (bench, distill, search): where samples come
+/// from and how to sample.
+struct ModelFlags {
+  std::string model;             // URL, model directory or "emitter"
+  search::GeneratorSpec spec;    // client options and the local server's
+  Sampling sampling;
+  int concurrency = 4;
+  std::string model_device = "auto";
+  bool completions = false;
+  search::GeneratorSpec resolved(const Suite* tasks) const;  // the flags applied
+};
+void add_model_flags(CLI::App* app, ModelFlags& flags, const std::string& model_flag);
+
+/// Replaces this process with `python -m MODULE ARGS...` (the Python stages: train, serve-model).
+int exec_python_module(const std::string& python, const std::string& module, const std::vector<std::string>& args);
 
 /// Prints "tritium: error: MESSAGE" on stderr and returns `code`.
 int fail(int code, const std::string& message);

@@ -1,6 +1,5 @@
 // tritium report: metrics of verdict files, side by side, as report.md, report.json, report.html.
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -19,14 +18,6 @@ struct ReportCliOptions {
   std::vector<double> ps = {0.0, 1.0, 1.5, 2.0};
   bool json = false;
 };
-
-std::optional<Error> write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return Error{fmt::format("could not write {}", path.string())};
-  return std::nullopt;
-}
 
 int run_report(const ReportCliOptions& o) {
   MetricsOptions options{o.ks, o.ps};
@@ -52,16 +43,9 @@ int run_report(const ReportCliOptions& o) {
     if (std::count(stems.begin(), stems.end(), r.name) > 1)
       r.name = (std::filesystem::path(r.source).parent_path().filename() / std::filesystem::path(r.source).stem()).string();
   const std::filesystem::path out(o.out);
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec) return fail(kUsage, fmt::format("--out {}: {}", o.out, ec.message()));
-  const Json json = report_json(runs);
-  for (const auto& [name, text] : {std::pair{"report.md", report_markdown(runs)},
-                                   std::pair{"report.json", json.dump(2) + "\n"},
-                                   std::pair{"report.html", report_html(runs)}})
-    if (auto e = write_text(out / name, text)) return fail(kUsage, e->message);
+  if (auto e = write_reports(out, runs)) return fail(kUsage, e->message);
   if (o.json) {
-    print_json(json);
+    print_json(report_json(runs));
   } else {
     for (const auto& r : runs) {
       const Summary& s = r.metrics.overall;

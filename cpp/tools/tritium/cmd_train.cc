@@ -1,12 +1,6 @@
-// tritium train --config FILE.toml: the training stages run in Python (PyTorch, transformers), so
-// this command hands over to `python -m tritium.train` with the runner's interpreter.
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
-#include <fmt/format.h>
-
+// tritium train --config FILE.toml and tritium serve-model PATH: the training stages and the model
+// server run in Python (PyTorch, transformers), so these commands hand over to `python -m
+// tritium.train` / `tritium.model_server` with the runner's interpreter.
 #include "cli.h"
 #include "tritium/exec.h"
 
@@ -17,15 +11,9 @@ struct TrainOptions {
   std::string config, python;
 };
 
-int run_train(const TrainOptions& o) {
-  const std::string python = o.python.empty() ? find_python() : o.python;
-  std::vector<std::string> args{python, "-m", "tritium.train", "--config", o.config};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  execvp(python.c_str(), argv.data());  // returns only on failure
-  return fail(kEnvironment, fmt::format("cannot run {}: {}; set TRITIUM_PYTHON or --python", python, std::strerror(errno)));
-}
+struct ServeModelOptions {
+  std::string path, python;
+};
 
 }  // namespace
 
@@ -34,7 +22,25 @@ void add_train_command(CLI::App& root, Commands& commands) {
   auto* app = root.add_subcommand("train", "Run the training stages of a config: data, sft, rl, eval (docs/training.md)");
   app->add_option("--config", o->config, "A TOML config (configs/)")->required()->check(CLI::ExistingFile);
   app->add_option("--python", o->python, "Python with torch and transformers (default: as for the runners)");
-  commands.push_back({app, [o] { return run_train(*o); }});
+  commands.push_back({app, [o] { return exec_python_module(o->python, "tritium.train", {"--config", o->config}); }});
+}
+
+void add_serve_model_command(CLI::App& root, Commands& commands) {
+  auto o = std::make_shared<ServeModelOptions>();
+  auto* app = root.add_subcommand("serve-model", "Serve a transformers causal-LM directory with OpenAI-compatible "
+                                                 "chat and completions endpoints, batching requests (docs/llm.md)");
+  app->add_option("path", o->path, "Model directory (transformers, a Tritium checkpoint, or one holding a .gguf)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  app->add_option("--python", o->python, "Python with torch and transformers (default: as for the runners)");
+  app->allow_extras();  // --port, --host, --max-batch, ...: the server's own flags (python -m tritium.model_server -h)
+  app->footer("Other flags go to the server: --host, --port (0: a free one), --device, --dtype, --max-batch, "
+              "--batch-wait-ms, --max-pending, --max-tokens, --timeout, --api-key, --model-name.");
+  commands.push_back({app, [o, app] {
+                        std::vector<std::string> args{o->path};
+                        for (const auto& extra : app->remaining()) args.push_back(extra);
+                        return exec_python_module(o->python, "tritium.model_server", args);
+                      }});
 }
 
 }  // namespace tritium::cli

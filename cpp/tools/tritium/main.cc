@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
   add_report_command(app, commands);
   add_data_command(app, commands);
   add_train_command(app, commands);
+  add_serve_model_command(app, commands);
+  add_bench_command(app, commands);
+  add_distill_command(app, commands);
+  add_search_command(app, commands);
 #ifdef TRITIUM_HAS_SERVE
   add_serve_command(app, commands);
 #endif

@@ -1,0 +1,79 @@
+// Launch-configuration knobs of a kernel's source (docs/search.md): integer literals given as
+// num_warps, num_stages or BLOCK* at a launch `kernel[grid](...)`, or assigned to a BLOCK* name.
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "tritium/pyast.h"
+#include "tritium/search.h"
+
+namespace tritium::search {
+namespace {
+
+using pyast::Kind;
+using pyast::NodeId;
+using pyast::Role;
+
+bool is_block_name(std::string_view name) {
+  std::string upper(name);
+  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return upper.find("BLOCK") != std::string::npos;
+}
+
+bool is_knob_name(std::string_view name) { return name == "num_warps" || name == "num_stages" || is_block_name(name); }
+
+// Byte offset of each line's start (line 1 at index 1).
+std::vector<std::size_t> line_starts(const std::string& code) {
+  std::vector<std::size_t> starts{0, 0};
+  for (std::size_t i = 0; i < code.size(); ++i)
+    if (code[i] == '\n') starts.push_back(i + 1);
+  return starts;
+}
+
+}  // namespace
+
+std::vector<Knob> find_knobs(const std::string& code) {
+  const auto parsed = pyast::parse(code);
+  if (!parsed.ok()) return {};
+  const auto& tree = parsed.tree;
+  const auto starts = line_starts(code);
+  std::vector<Knob> knobs;
+  auto add = [&](std::string_view name, NodeId literal) {
+    if (literal == pyast::kNoNode) return;
+    const auto& n = tree.node(literal);
+    if (n.kind != Kind::Constant || n.op != static_cast<std::uint16_t>(pyast::ConstKind::Int)) return;
+    if (n.span.line != n.span.end_line || n.span.line >= starts.size()) return;
+    const std::string_view text = tree.text(literal);
+    long value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value <= 0) return;  // 0x.., 1_024: left alone
+    knobs.push_back({std::string(name), starts[n.span.line] + n.span.col, n.span.end_col - n.span.col, value});
+  };
+  for (NodeId id = 0; id < tree.size(); ++id) {
+    const auto& n = tree.node(id);
+    if (n.kind == Kind::Call && tree.node(tree.child(id, Role::func)).kind == Kind::Subscript) {
+      for (NodeId kw : tree.children(id, Role::keyword))
+        if (is_knob_name(tree.text(kw))) add(tree.text(kw), tree.child(kw, Role::value));
+    } else if (n.kind == Kind::Assign) {
+      const auto targets = tree.children(id, Role::target);
+      if (targets.size() == 1 && tree.node(targets[0]).kind == Kind::Name && is_block_name(tree.text(targets[0])))
+        add(tree.text(targets[0]), tree.child(id, Role::value));
+    }
+  }
+  std::sort(knobs.begin(), knobs.end(), [](const Knob& a, const Knob& b) { return a.offset < b.offset; });
+  return knobs;
+}
+
+std::vector<long> knob_values(const Knob& knob) {
+  if (knob.name == "num_warps") return {4, 8, 2, 16, 1};
+  if (knob.name == "num_stages") return {2, 3, 4, 1, 5};
+  // Block sizes: powers of two around the current one, nearest first, within what Triton tiles well.
+  long p = 1;
+  while (p * 2 <= knob.value) p *= 2;
+  std::vector<long> out;
+  for (long v : {p, p * 2, p / 2, p * 4, p / 4})
+    if (v >= 16 && v <= 16384 && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  return out;
+}
+
+}  // namespace tritium::search

@@ -1,0 +1,165 @@
+// Test-time search for one task (docs/search.md): best-of-N, refinement rounds that show the
+// model its last verdict, then launch-configuration tuning of the best kernel. Only `correct`
+// verdicts can win; with timings (GPU) the fastest wins, without them the first correct one.
+#include <set>
+
+#include <fmt/format.h>
+
+#include "tritium/search.h"
+#include "tritium/verify.h"
+
+namespace tritium::search {
+namespace {
+
+bool better(const Verdict& a, const Verdict& b) {  // is a better than the current best b?
+  if (!a.correct) return false;
+  if (!b.correct) return true;
+  return a.runtime_ms && (!b.runtime_ms || *a.runtime_ms < *b.runtime_ms);
+}
+
+// How far a verdict got: its status's place in the pipeline (correct last).
+std::size_t progress_of(const Verdict& v) {
+  const auto& order = verdict_statuses();
+  const auto at = std::find(order.begin(), order.end(), v.status);
+  return v.status == "error" ? 0 : static_cast<std::size_t>(at - order.begin());
+}
+
+std::string feedback(const Verdict& v) {
+  if (!v.correct) return fmt::format("The evaluation rejected it: {}: {}", v.status, v.message);
+  if (v.runtime_ms && v.ref_eager_ms)
+    return fmt::format("It is correct and runs in {:.4f} ms, against {:.4f} ms for PyTorch eager (speedup {:.2f}x). "
+                       "Make it faster.", *v.runtime_ms, *v.ref_eager_ms, v.speedup_eager.value_or(0));
+  return "It is correct. Make it faster: fewer kernels, less memory traffic, better tiling.";
+}
+
+class Searcher {
+ public:
+  Searcher(const Task& task, Generator& generator, Engine& engine, const SearchOptions& options,
+           const std::function<void(const Json&)>& log)
+      : task_(task), generator_(generator), engine_(engine), options_(options), log_(log) {}
+
+  SearchResult run() {
+    best_of_n();
+    for (int round = 0; round < options_.rounds; ++round) refine(round);
+    if (result_.best && options_.tune_budget > 0) tune();
+    return std::move(result_);
+  }
+
+ private:
+  // Evaluates new candidates (code not seen before) and records them.
+  void evaluate(const std::string& stage, std::vector<std::pair<std::string, std::string>> code_and_notes) {
+    std::vector<EvalItem> items;
+    std::vector<std::pair<std::string, std::string>> fresh;
+    for (auto& [code, note] : code_and_notes) {
+      if (!seen_.insert(sha256_hex(code)).second) continue;  // a repeat teaches nothing and costs GPU time
+      items.push_back({fmt::format("{}#{}", task_.id, result_.tried.size() + items.size()), task_, code, false,
+                       {{"stage", stage}}});
+      fresh.emplace_back(std::move(code), std::move(note));
+    }
+    const auto verdicts = engine_.evaluate(items);
+    for (std::size_t i = 0; i < verdicts.size(); ++i) {
+      Tried t{stage, std::move(fresh[i].first), verdicts[i], std::move(fresh[i].second)};
+      const std::size_t index = result_.tried.size();
+      if (t.verdict.runtime_ms) result_.timed = true;
+      if (!result_.best ? t.verdict.correct : better(t.verdict, result_.tried[*result_.best].verdict)) result_.best = index;
+      if (log_) log_({{"index", index}, {"stage", t.stage}, {"note", t.note}, {"verdict", to_json(t.verdict)}});
+      result_.tried.push_back(std::move(t));
+    }
+  }
+
+  std::vector<std::pair<std::string, std::string>> sample(const std::string& prompt, int n, const std::string& note) {
+    Sampling s = options_.sampling;
+    s.n = n;
+    std::vector<std::pair<std::string, std::string>> out;
+    auto got = generator_.generate(prompt, s);
+    if (!got) {
+      if (log_) log_({{"stage", note}, {"error", got.error().message}});
+      return out;
+    }
+    for (const auto& g : *got) {
+      const Extraction e = extract_response(g.text);
+      out.emplace_back(e.has_code ? e.code : g.text, note);  // no code: the verifier says so
+    }
+    return out;
+  }
+
+  void best_of_n() {
+    evaluate("best_of_n", sample(kernel_prompt(task_.source), std::max(options_.budget, 1), "sample"));
+    for (std::size_t i = 0; i < result_.tried.size(); ++i)
+      if (result_.tried[i].verdict.correct) {
+        result_.first = i;
+        break;
+      }
+  }
+
+  // Shows the model its best attempt so far (or the one that got furthest) and what was wrong.
+  void refine(int round) {
+    if (result_.tried.empty()) return;
+    std::size_t base = 0;
+    if (result_.best) base = *result_.best;
+    else
+      for (std::size_t i = 1; i < result_.tried.size(); ++i)
+        if (progress_of(result_.tried[i].verdict) > progress_of(result_.tried[base].verdict)) base = i;
+    const auto& b = result_.tried[base];
+    const std::string prompt = refinement_prompt(task_.source, b.code, feedback(b.verdict));
+    evaluate("refine", sample(prompt, options_.refine_samples, fmt::format("round {} from #{}", round + 1, base)));
+  }
+
+  // Coordinate descent over the best kernel's knobs: all values of one knob in one batch, keep the
+  // fastest correct, go to the next knob. Needs timings: on the CPU every variant ties.
+  void tune() {
+    if (!result_.timed) {
+      if (log_) log_({{"stage", "tune"}, {"skipped", "no timings on this device"}});
+      return;
+    }
+    int left = options_.tune_budget;
+    const std::size_t knob_count = find_knobs(result_.tried[*result_.best].code).size();
+    for (std::size_t k = 0; k < knob_count && left > 0; ++k) {
+      const std::string base = result_.tried[*result_.best].code;
+      const auto knobs = find_knobs(base);  // offsets move as earlier knobs change length
+      if (k >= knobs.size()) break;
+      const Knob& knob = knobs[k];
+      std::vector<std::pair<std::string, std::string>> variants;
+      for (long v : knob_values(knob)) {
+        if (v == knob.value || left <= 0) continue;
+        std::string code = base;
+        code.replace(knob.offset, knob.length, std::to_string(v));
+        variants.emplace_back(std::move(code), fmt::format("{} {} -> {}", knob.name, knob.value, v));
+        --left;
+      }
+      evaluate("tune", std::move(variants));
+    }
+  }
+
+  const Task& task_;
+  Generator& generator_;
+  Engine& engine_;
+  const SearchOptions& options_;
+  const std::function<void(const Json&)>& log_;
+  SearchResult result_;
+  std::set<std::string> seen_;
+};
+
+}  // namespace
+
+SearchResult search_task(const Task& task, Generator& generator, Engine& engine, const SearchOptions& options,
+                         const std::function<void(const Json&)>& log) {
+  return Searcher(task, generator, engine, options, log).run();
+}
+
+Json to_json(const SearchResult& r) {
+  Json tried = Json::array();
+  for (std::size_t i = 0; i < r.tried.size(); ++i) {
+    const auto& t = r.tried[i];
+    tried.push_back({{"index", i}, {"stage", t.stage}, {"note", t.note}, {"status", t.verdict.status},
+                     {"runtime_ms", t.verdict.runtime_ms ? Json(*t.verdict.runtime_ms) : Json()},
+                     {"speedup_eager", t.verdict.speedup_eager ? Json(*t.verdict.speedup_eager) : Json()}});
+  }
+  Json out = {{"timed", r.timed}, {"best", r.best ? Json(*r.best) : Json()}, {"first", r.first ? Json(*r.first) : Json()},
+              {"tried", tried}};
+  if (r.best && r.first && r.timed && r.tried[*r.first].verdict.runtime_ms && r.tried[*r.best].verdict.runtime_ms)
+    out["speedup_over_first"] = *r.tried[*r.first].verdict.runtime_ms / *r.tried[*r.best].verdict.runtime_ms;
+  return out;
+}
+
+}  // namespace tritium::search
