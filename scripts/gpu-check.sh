@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # On a GPU machine without network (docs/gpu.md): build Tritium from .deps, run the GPU tests and
 # the engine benchmarks in one call. Results go to $OUT (or ./gpu-results).
-#   bash scripts/gpu-check.sh [tests|repeatability|throughput|cache|demo]...   (default: the first four)
+#   bash scripts/gpu-check.sh [tests|repeatability|throughput|cache|probe|demo|synth|search]...
+#   (default: the first four)
 # demo: the demo batch (scripts/demo-candidates.sh) timed on the GPU, verdicts in $OUT/h200-demo.jsonl.
+# synth: a --size gpu sample validated on the GPU, and reference solutions judged and timed there.
+# search: launch-configuration search from the example level-2 solutions and from the emitter's
+#   solutions of synthesized fusion tasks; one directory per task under $OUT/search.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-results}"
@@ -19,6 +23,23 @@ for step in "${steps[@]}"; do
     demo) bash scripts/demo-candidates.sh > "$OUT/demo-candidates.jsonl"
           tritium eval --tasks examples/tasks --candidates "$OUT/demo-candidates.jsonl" --device cuda --seed 1 \
             --out "$OUT/h200-demo.jsonl" 2>&1 | tee "$OUT/demo.log" | tail -40 || true ;;
+    synth) tritium synth --count 200 --difficulty 1-8 --size gpu --seed 21 --validate --device cuda \
+             --out "$OUT/synth-gpu.jsonl" 2>&1 | tail -5
+           tritium synth --count 40 --difficulty 1-3 --ops unary,binary,scalar,reduction,softmax,norm,linalg \
+             --size gpu --seed 22 --with-solutions --validate --device cuda --out "$OUT/synth-gpu-solutions.jsonl" \
+             2>&1 | tail -8 ;;
+    search) mkdir -p "$OUT/search"
+            for task in examples/tasks/level2/*.py; do
+              name=$(basename "$task" .py)
+              tritium search --task "$task" --candidate "examples/solutions/level2/$name.py" --tune-budget "${TUNE:-10}" \
+                --device cuda --out "$OUT/search/$name" 2>"$OUT/search/$name.log" | tail -2
+            done
+            tritium synth --count 4 --difficulty 2-3 --ops unary,binary,scalar,linalg --size gpu --seed 23 \
+              --with-solutions --out "$OUT/search/synth.jsonl" >/dev/null
+            for id in $(python3 -c "import json,sys;[print(json.loads(l)['id']) for l in open(sys.argv[1])]" "$OUT/search/synth.jsonl"); do
+              tritium search --task "$id" --tasks "$OUT/search/synth.jsonl" --generator emitter --budget 1 \
+                --tune-budget "${TUNE:-10}" --device cuda --out "$OUT/search/$id" 2>"$OUT/search/$id.log" | tail -2
+            done ;;
     tests) python3 -m pytest -q -p no:cacheprovider python/tests/test_engine_gpu.py \
              2>&1 | tee "$OUT/tests.log" | tail -15 || true ;;  # failures are reported; later steps still run
     *) python3 python/benchmarks/engine_bench.py "$step" --json "$OUT/$step.json" 2>&1 | tee "$OUT/$step.log" ;;

@@ -3,6 +3,9 @@
     python engine_bench.py repeatability [--runs 5]     GPU: speedup CV over separate evaluations
     python engine_bench.py throughput                   GPU: engine vs naive serial (naive_eval.py)
     python engine_bench.py cache [--device cpu|cuda]    second run of a batch from the verdict cache
+    python engine_bench.py probe [--runs 5]             GPU: the relu kernel timed by triton.testing.do_bench
+                                                        in-process (the baseline) next to the engine, with
+                                                        clocks, to tell the harness's spread from the GPU's
 
 Results go to stdout as text and, with --json FILE, as one JSON document.
 """
@@ -71,6 +74,58 @@ def repeatability(args) -> dict:
     return summary
 
 
+def _clocks() -> str:
+    q = "clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active"
+    return subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def probe(args) -> dict:
+    import importlib.util
+
+    import torch
+    import triton.testing
+
+    task, code = gpu_sized_tasks()["relu 4096x16384"]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "relu_solution.py"
+        path.write_text(code)
+        spec = importlib.util.spec_from_file_location("relu_solution", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        model = module.ModelNew().cuda()
+        x = torch.randn(4096, 16384, device="cuda")
+        baseline = []
+        for run in range(args.runs * 2):
+            ms = triton.testing.do_bench(lambda: model(x), warmup=25, rep=100, return_mode="median")
+            eager = triton.testing.do_bench(lambda: torch.relu(x), warmup=25, rep=100, return_mode="median")
+            baseline.append({"kernel_ms": ms, "eager_ms": eager, "clocks": _clocks()})
+            print(f"do_bench {run}: kernel {ms:.4f} ms, eager {eager:.4f} ms, ratio {eager / ms:.3f}; {_clocks()}",
+                  flush=True)
+        del model, x
+        torch.cuda.empty_cache()
+    engine_runs = []
+    for jobs in (1, 4):
+        for run in range(args.runs):
+            engine = tritium.Engine(device="cuda", jobs=jobs, seed=2000 + run)
+            v = engine.evaluate([{"id": "relu", "task": task, "code": code}])[0]
+            engine_runs.append({"jobs": jobs, "runtime_ms": v["runtime_ms"], "eager_ms": v["ref_eager_ms"],
+                                "speedup": v["speedup_eager"], "stats": v["runtime_stats"], "note": v["timing_note"],
+                                "clocks": _clocks()})
+            print(f"engine jobs={jobs} run {run}: {v['runtime_ms']:.4f} ms, eager {v['ref_eager_ms']:.4f} ms, "
+                  f"x{v['speedup_eager']:.3f}; stats {v['runtime_stats']}; {v['timing_note']}", flush=True)
+
+    def cv(values):
+        return statistics.pstdev(values) / statistics.mean(values)
+
+    summary = {"do_bench": baseline, "engine": engine_runs,
+               "do_bench_ratio_cv": cv([b["eager_ms"] / b["kernel_ms"] for b in baseline]),
+               "engine_speedup_cv": {j: cv([e["speedup"] for e in engine_runs if e["jobs"] == j]) for j in (1, 4)}}
+    print(f"speedup CV: do_bench {summary['do_bench_ratio_cv'] * 100:.2f}% (baseline, in-process), engine "
+          f"jobs=1 {summary['engine_speedup_cv'][1] * 100:.2f}%, jobs=4 {summary['engine_speedup_cv'][4] * 100:.2f}%")
+    return summary
+
+
 def throughput(args) -> dict:
     batch = example_batch(args.copies, args.wrong)
     start = time.perf_counter()
@@ -123,14 +178,14 @@ def cache(args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("bench", choices=("repeatability", "throughput", "cache"))
+    parser.add_argument("bench", choices=("repeatability", "throughput", "cache", "probe"))
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--wrong", type=int, default=4)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
-    result = {"repeatability": repeatability, "throughput": throughput, "cache": cache}[args.bench](args)
+    result = {"repeatability": repeatability, "throughput": throughput, "cache": cache, "probe": probe}[args.bench](args)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({args.bench: result}, indent=1))
 

@@ -61,7 +61,8 @@ Result<std::vector<Json>> read_resumable_jsonl(const std::filesystem::path& path
 // ---- Test-time search --------------------------------------------------------------------------
 
 struct SearchOptions {
-  int budget = 8;           // candidates generated for best-of-N
+  std::optional<std::string> start_code;  // a kernel of one's own, evaluated first ("given")
+  int budget = 8;           // candidates generated for best-of-N (0: none)
   int rounds = 0;           // refinement rounds after best-of-N (each asks `refine_samples`)
   int refine_samples = 2;
   int tune_budget = 16;     // launch-configuration variants of the best kernel; 0 = no tuning
@@ -71,7 +72,7 @@ struct SearchOptions {
 
 /// One evaluated candidate of a search.
 struct Tried {
-  std::string stage;  // best_of_n, refine, tune
+  std::string stage;  // given, best_of_n, refine, tune
   std::string code;
   Verdict verdict;
   std::string note;   // what was changed (tuning) or asked (refinement)
@@ -80,21 +81,25 @@ struct Tried {
 struct SearchResult {
   std::vector<Tried> tried;           // in order
   std::optional<std::size_t> best;    // index into tried of the fastest correct candidate
-  std::optional<std::size_t> first;   // the best-of-1: the first correct best-of-N sample, if any
+  std::optional<std::size_t> first;   // the best-of-1: the given kernel or the first correct sample, if any
   bool timed = false;                 // verdicts carry runtimes (GPU); on the CPU "best" is the first correct
 };
 
 /// Searches for the fastest correct kernel for `task`. Never picks a candidate whose verdict is
-/// not `correct`. `log` receives one JSON line per evaluated candidate as it happens.
-SearchResult search_task(const Task& task, Generator& generator, Engine& engine, const SearchOptions& options,
+/// not `correct`. `log` receives one JSON line per evaluated candidate as it happens. Without a
+/// generator only the given kernel is evaluated and tuned.
+SearchResult search_task(const Task& task, Generator* generator, Engine& engine, const SearchOptions& options,
                          const std::function<void(const Json&)>& log = {});
 
 /// A launch-configuration knob of a kernel's source: an integer literal passed as num_warps,
-/// num_stages or a BLOCK* argument at a kernel launch, or assigned to a BLOCK* name.
+/// num_stages or a BLOCK* argument at a kernel launch, or assigned to a BLOCK* name; or a launch
+/// without num_warps / num_stages, where setting one inserts the argument.
 struct Knob {
   std::string name;
-  std::size_t offset = 0, length = 0;  // the literal's bytes in the source
-  long value = 0;
+  std::size_t offset = 0, length = 0;  // the literal's bytes in the source (length 0: an insertion)
+  long value = 0;                      // the current value (Triton's default when absent)
+  std::string prefix;                  // written before a new value (", num_warps=" for an insertion)
+  std::string with(long v) const { return prefix + std::to_string(v); }
 };
 std::vector<Knob> find_knobs(const std::string& code);
 /// The values worth trying for a knob (powers of two near its value, in its legal range).

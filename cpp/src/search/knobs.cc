@@ -52,15 +52,26 @@ std::vector<Knob> find_knobs(const std::string& code) {
   for (NodeId id = 0; id < tree.size(); ++id) {
     const auto& n = tree.node(id);
     if (n.kind == Kind::Call && tree.node(tree.child(id, Role::func)).kind == Kind::Subscript) {
-      for (NodeId kw : tree.children(id, Role::keyword))
+      std::vector<std::string_view> named;
+      for (NodeId kw : tree.children(id, Role::keyword)) {
+        named.push_back(tree.text(kw));
         if (is_knob_name(tree.text(kw))) add(tree.text(kw), tree.child(kw, Role::value));
+      }
+      // Launches that leave num_warps / num_stages to Triton's defaults (4 and 3 on NVIDIA GPUs).
+      const std::size_t close = starts[n.span.end_line] + n.span.end_col - 1;  // the call's ')'
+      std::size_t before = close;
+      while (before > 0 && std::isspace(static_cast<unsigned char>(code[before - 1]))) --before;
+      const std::string comma = before > 0 && (code[before - 1] == ',' || code[before - 1] == '(') ? "" : ", ";
+      for (const auto& [name, fallback] : {std::pair{"num_warps", 4L}, std::pair{"num_stages", 3L}})
+        if (std::find(named.begin(), named.end(), name) == named.end() && n.span.end_line < starts.size())
+          knobs.push_back({name, close, 0, fallback, comma + name + "="});
     } else if (n.kind == Kind::Assign) {
       const auto targets = tree.children(id, Role::target);
       if (targets.size() == 1 && tree.node(targets[0]).kind == Kind::Name && is_block_name(tree.text(targets[0])))
         add(tree.text(targets[0]), tree.child(id, Role::value));
     }
   }
-  std::sort(knobs.begin(), knobs.end(), [](const Knob& a, const Knob& b) { return a.offset < b.offset; });
+  std::stable_sort(knobs.begin(), knobs.end(), [](const Knob& a, const Knob& b) { return a.offset < b.offset; });
   return knobs;
 }
 

@@ -34,13 +34,16 @@ std::string feedback(const Verdict& v) {
 
 class Searcher {
  public:
-  Searcher(const Task& task, Generator& generator, Engine& engine, const SearchOptions& options,
+  Searcher(const Task& task, Generator* generator, Engine& engine, const SearchOptions& options,
            const std::function<void(const Json&)>& log)
       : task_(task), generator_(generator), engine_(engine), options_(options), log_(log) {}
 
   SearchResult run() {
-    best_of_n();
-    for (int round = 0; round < options_.rounds; ++round) refine(round);
+    if (options_.start_code) evaluate("given", {{*options_.start_code, "given"}});
+    if (generator_ && options_.budget > 0) best_of_n();
+    for (int round = 0; generator_ && round < options_.rounds; ++round) refine(round);
+    for (std::size_t i = 0; i < result_.tried.size() && !result_.first; ++i)
+      if (result_.tried[i].verdict.correct) result_.first = i;
     if (result_.best && options_.tune_budget > 0) tune();
     return std::move(result_);
   }
@@ -71,7 +74,7 @@ class Searcher {
     Sampling s = options_.sampling;
     s.n = n;
     std::vector<std::pair<std::string, std::string>> out;
-    auto got = generator_.generate(prompt, s);
+    auto got = generator_->generate(prompt, s);
     if (!got) {
       if (log_) log_({{"stage", note}, {"error", got.error().message}});
       return out;
@@ -83,14 +86,7 @@ class Searcher {
     return out;
   }
 
-  void best_of_n() {
-    evaluate("best_of_n", sample(kernel_prompt(task_.source), std::max(options_.budget, 1), "sample"));
-    for (std::size_t i = 0; i < result_.tried.size(); ++i)
-      if (result_.tried[i].verdict.correct) {
-        result_.first = i;
-        break;
-      }
-  }
+  void best_of_n() { evaluate("best_of_n", sample(kernel_prompt(task_.source), options_.budget, "sample")); }
 
   // Shows the model its best attempt so far (or the one that got furthest) and what was wrong.
   void refine(int round) {
@@ -123,7 +119,7 @@ class Searcher {
       for (long v : knob_values(knob)) {
         if (v == knob.value || left <= 0) continue;
         std::string code = base;
-        code.replace(knob.offset, knob.length, std::to_string(v));
+        code.replace(knob.offset, knob.length, knob.with(v));
         variants.emplace_back(std::move(code), fmt::format("{} {} -> {}", knob.name, knob.value, v));
         --left;
       }
@@ -132,7 +128,7 @@ class Searcher {
   }
 
   const Task& task_;
-  Generator& generator_;
+  Generator* generator_;
   Engine& engine_;
   const SearchOptions& options_;
   const std::function<void(const Json&)>& log_;
@@ -142,7 +138,7 @@ class Searcher {
 
 }  // namespace
 
-SearchResult search_task(const Task& task, Generator& generator, Engine& engine, const SearchOptions& options,
+SearchResult search_task(const Task& task, Generator* generator, Engine& engine, const SearchOptions& options,
                          const std::function<void(const Json&)>& log) {
   return Searcher(task, generator, engine, options, log).run();
 }

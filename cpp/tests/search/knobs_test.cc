@@ -20,22 +20,33 @@ def forward(x, out, n):
 
 TEST(Knobs, FindsLaunchArgumentsAndBlockConstants) {
   const auto knobs = find_knobs(kCode);
-  ASSERT_EQ(knobs.size(), 4u);
-  EXPECT_EQ(knobs[0].name, "BLOCK_ROWS");
+  std::vector<std::string> names;
+  for (const auto& k : knobs) names.push_back(k.name);
+  // BLOCK_SIZE=n is not a literal, helper(...) is no launch, and 0x40 is left alone.
+  EXPECT_EQ(names, (std::vector<std::string>{"BLOCK_ROWS", "BLOCK_SIZE", "num_warps", "num_stages", "num_stages",
+                                             "num_warps"}));
   EXPECT_EQ(knobs[0].value, 64);
-  EXPECT_EQ(knobs[1].name, "BLOCK_SIZE");
   EXPECT_EQ(knobs[1].value, 1024);
-  EXPECT_EQ(knobs[2].name, "num_warps");
-  EXPECT_EQ(knobs[3].name, "num_stages");  // BLOCK_SIZE=n is not a literal; helper(...) is no launch
-  for (const auto& k : knobs) EXPECT_EQ(kCode.substr(k.offset, k.length), std::to_string(k.value));
+  for (const auto& k : knobs)
+    if (k.length) EXPECT_EQ(kCode.substr(k.offset, k.length), std::to_string(k.value));
+  EXPECT_EQ(knobs[3].length, 0u);  // the first launch has no num_stages: setting it inserts one
+  EXPECT_EQ(knobs[3].value, 3);
+  EXPECT_EQ(kCode[knobs[3].offset], ')');
 }
 
-TEST(Knobs, ReplacingAValueKeepsValidPython) {
-  const auto knobs = find_knobs(kCode);
-  std::string code = kCode;
-  code.replace(knobs[1].offset, knobs[1].length, "256");
-  EXPECT_TRUE(pyast::parse(code).ok());
-  EXPECT_EQ(find_knobs(code)[1].value, 256);
+TEST(Knobs, ReplacingOrInsertingAValueKeepsValidPython) {
+  for (std::size_t i = 0; i < find_knobs(kCode).size(); ++i) {
+    const auto knobs = find_knobs(kCode);
+    std::string code = kCode;
+    code.replace(knobs[i].offset, knobs[i].length, knobs[i].with(knob_values(knobs[i]).back()));
+    EXPECT_TRUE(pyast::parse(code).ok()) << code;
+    const auto after = find_knobs(code);
+    ASSERT_EQ(after.size(), knobs.size()) << code;  // an inserted value becomes a literal knob
+    EXPECT_EQ(after[i].value, knob_values(knobs[i]).back());
+  }
+  EXPECT_EQ(find_knobs("k[g]()\n")[0].with(8), "num_warps=8");
+  EXPECT_EQ(find_knobs("k[g](x,\n)\n")[0].with(8), "num_warps=8");
+  EXPECT_EQ(find_knobs("k[g](x)\n")[0].with(8), ", num_warps=8");
 }
 
 TEST(Knobs, ValuesArePowersOfTwoNearTheCurrentOne) {

@@ -118,7 +118,7 @@ void add_model_flags(CLI::App* app, ModelFlags& f, const std::string& model_flag
   app->add_option(model_flag, f.model,
                   "http(s):// URL of an OpenAI-compatible server, a model directory (served by a child "
                   "'tritium serve-model'), or 'emitter' (synthesized tasks' reference solutions)")
-      ->required();
+      ->required(model_flag != "--generator");  // search may tune a given kernel alone
   app->add_option("--model-name", f.spec.client.model, "The request's \"model\" field (API servers need it)");
   app->add_option("--temperature", f.sampling.temperature, "Sampling temperature")->capture_default_str();
   app->add_option("--top-p", f.sampling.top_p, "Nucleus sampling")->capture_default_str();

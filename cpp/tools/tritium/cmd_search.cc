@@ -12,7 +12,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct SearchCliOptions {
-  std::string task, tasks, out;
+  std::string task, tasks, out, candidate;
   search::SearchOptions search;
   ModelFlags model;
   EngineFlags engine;
@@ -44,15 +44,26 @@ int run_search(const SearchCliOptions& o) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return fail(kUsage, fmt::format("--out {}: {}", o.out, ec.message()));
-  auto generator = search::open_generator(o.model.resolved(&*suite));
-  if (!generator) return fail(kEnvironment, generator.error().message);
+  std::unique_ptr<Generator> generator;
+  if (!o.model.model.empty()) {
+    auto opened = search::open_generator(o.model.resolved(&*suite));
+    if (!opened) return fail(kEnvironment, opened.error().message);
+    generator = std::move(*opened);
+  } else if (o.candidate.empty()) {
+    return fail(kUsage, "give --generator, --candidate, or both");
+  }
   auto engine = Engine::create(o.engine.options());
   if (!engine) return fail(kEnvironment, engine.error().message);
   search::SearchOptions options = o.search;
+  if (!o.candidate.empty()) {
+    auto code = read_file(o.candidate);
+    if (!code) return fail(kUsage, code.error().message);
+    options.start_code = std::move(*code);
+  }
   options.sampling = o.model.sampling;
   options.concurrency = o.model.concurrency;
   std::ofstream log(dir / "search.jsonl", std::ios::trunc);
-  const auto result = search::search_task(task, **generator, **engine, options, [&](const Json& line) {
+  const auto result = search::search_task(task, generator.get(), **engine, options, [&](const Json& line) {
     log << line.dump() << '\n';
     log.flush();
     if (line.contains("verdict"))
@@ -64,7 +75,7 @@ int run_search(const SearchCliOptions& o) {
   });
   Json summary = search::to_json(result);
   summary["task_id"] = task.id;
-  summary["generator"] = (*generator)->name();
+  summary["generator"] = generator ? generator->name() : "none";
   summary["engine"] = (*engine)->info();
   std::ofstream(dir / "result.json") << summary.dump(2) << '\n';
   if (result.best) std::ofstream(dir / "best.py") << result.tried[*result.best].code;
@@ -96,6 +107,7 @@ void add_search_command(CLI::App& root, Commands& commands) {
   app->add_option("--task", o->task, "A task .py, or a task id of --tasks")->required();
   app->add_option("--tasks", o->tasks, "The suite --task names a task of (synthesized suites for --generator emitter)");
   add_model_flags(app, o->model, "--generator");
+  app->add_option("--candidate", o->candidate, "A kernel of your own (.py with ModelNew), evaluated first and tuned");
   app->add_option("--budget", o->search.budget, "Best-of-N samples")->check(CLI::PositiveNumber)->capture_default_str();
   app->add_option("--rounds", o->search.rounds, "Refinement rounds after best-of-N")->capture_default_str();
   app->add_option("--refine-samples", o->search.refine_samples, "Samples per refinement round")->capture_default_str();
