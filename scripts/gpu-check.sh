@@ -23,9 +23,9 @@ for step in "${steps[@]}"; do
     demo) bash scripts/demo-candidates.sh > "$OUT/demo-candidates.jsonl"
           tritium eval --tasks examples/tasks --candidates "$OUT/demo-candidates.jsonl" --device cuda --seed 1 \
             --out "$OUT/h200-demo.jsonl" 2>&1 | tee "$OUT/demo.log" | tail -40 || true ;;
-    synth) tritium synth --count 200 --difficulty 1-8 --size gpu --seed 21 --validate --device cuda \
+    synth) tritium synth --count "${SYNTH_COUNT:-30}" --difficulty 1-8 --size gpu --seed 21 --validate --device cuda \
              --out "$OUT/synth-gpu.jsonl" 2>&1 | tail -5
-           tritium synth --count 40 --difficulty 1-3 --ops unary,binary,scalar,reduction,softmax,norm,linalg \
+           tritium synth --count "${SOLUTION_COUNT:-20}" --difficulty 1-3 --ops unary,binary,scalar,reduction,softmax,norm,linalg \
              --size gpu --seed 22 --with-solutions --validate --device cuda --out "$OUT/synth-gpu-solutions.jsonl" \
              2>&1 | tail -8 ;;
     search) mkdir -p "$OUT/search"
