@@ -149,22 +149,36 @@ def _write_pair(directory: str, stem: str, values: list, outputs: list) -> None:
     write_tensors(os.path.join(directory, f"{stem}.ref.tt"), [(f"out{i}", t) for i, t in enumerate(outputs)])
 
 
-def _time_references(model, spots: list[list], device: str, gpu: GpuLock, seed: int) -> dict:
+# A reference is timed in blocks, each under its own exclusive hold of the GPU, and the quickest
+# block's statistics stand. Measured on an H200 (docs/gpu.md): the candidate's median repeated to
+# 0.1% across engines while the eager reference's moved between 0.130 and 0.228 ms; interference
+# only ever slows a block down, and every speedup of a task divides by this one time.
+REFERENCE_BLOCKS = 3
+
+
+def _timed_blocks(fn, fresh, device: str, gpu: GpuLock) -> dict:
     from .timing import measure
 
+    blocks = []
+    for _ in range(REFERENCE_BLOCKS):
+        with gpu.exclusive() as exclusive:
+            blocks.append({**measure(fn, fresh, device)["stats"], "exclusive": exclusive})
+    best = min(blocks, key=lambda b: b["median_ms"])
+    return {**best, "block_medians_ms": [b["median_ms"] for b in blocks]}
+
+
+def _time_references(model, spots: list[list], device: str, gpu: GpuLock, seed: int) -> dict:
     base = [[v.to(device) if isinstance(v, torch.Tensor) else v for v in s] for s in spots]
     fresh = trial_inputs.fresh_source(base, seed, "fresh", device)
 
     model.eval()
     result = {"eager": None, "compile": None, "compile_error": None}
     with torch.no_grad():
-        with gpu.exclusive() as exclusive:
-            result["eager"] = {**measure(model, fresh, device)["stats"], "exclusive": exclusive}
+        result["eager"] = _timed_blocks(model, fresh, device, gpu)
         try:
             compiled = torch.compile(model)
             compiled(*base[0])  # compiles outside the lock: CPU work (and one call) that timing may overlap
-            with gpu.exclusive() as exclusive:
-                result["compile"] = {**measure(compiled, fresh, device)["stats"], "exclusive": exclusive}
+            result["compile"] = _timed_blocks(compiled, fresh, device, gpu)
         except Exception as exc:  # noqa: BLE001 - torch.compile may fail on a valid task
             result["compile_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     return result
