@@ -29,3 +29,27 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path):
         assert record["loss"] == record["loss"]  # finite, not NaN
     assert (tmp_path / "rl" / "checkpoint-2" / "config.json").exists()
     assert json.loads((tmp_path / "rl" / "rl_history.json").read_text())[1]["step"] == 2
+
+
+def test_the_curriculum_opens_the_next_level_from_held_out_pass_at_1(tmp_path):
+    from tritium.train import models
+
+    sources = {lv: (EXAMPLE_TASKS / f"level{lv}" / name).read_text()
+               for lv, name in ((1, "01_relu.py"), (2, "06_rmsnorm.py"))}
+    model, tokenizer = models.load("tiny", corpus=list(sources.values()))
+    model.save_pretrained(tmp_path / "tiny")
+    tokenizer.save_pretrained(tmp_path / "tiny")
+    suite, heldout = tmp_path / "tasks.jsonl", tmp_path / "heldout.jsonl"
+    suite.write_text("".join(json.dumps({"id": f"t{lv}", "source": s, "level": lv}) + "\n" for lv, s in sources.items()))
+    heldout.write_text(json.dumps({"id": "h1", "source": sources[1], "level": 1}) + "\n")
+    logs = []
+    # promote_at 0: any held-out pass@1 (the untrained model's is 0) opens level 2 at the first check.
+    result = train_rl(RLConfig(tasks=str(suite), model=str(tmp_path / "tiny"), out=str(tmp_path / "rl"), steps=2,
+                               prompts_per_step=2, group_size=2, max_new_tokens=8, engine_device="cpu",
+                               curriculum=True, curriculum_every=1, promote_at=0.0, heldout=str(heldout)),
+                      log=logs.append)
+    first, second = result["history"]
+    assert first["levels"] == {1: 2} and first["open_levels"] == [1]
+    assert first["curriculum"] == {"level": 1, "pass_at_1": 0.0, "samples": 1, "opened": True}
+    assert second["open_levels"] == [1, 2] and second["curriculum"]["level"] == 2
+    assert any("level 2 opens" in line for line in logs)

@@ -67,6 +67,8 @@ def run(config_path: str) -> int:
     if "rl" in stages:
         start = latest_checkpoint(out / "sft") or config.get("rl", {}).get("model")
         rl = {k: v for k, v in config.get("rl", {}).items() if k != "model"}
+        if rl.get("curriculum") and "heldout" not in rl:
+            rl["heldout"] = str(out / "heldout.jsonl")
         result = train_rl(RLConfig(tasks=str(out / "train_tasks.jsonl"), model=str(start), out=str(out / "rl"),
                                    seed=seed, **rl))
         models_trained.append(("rl", pathlib.Path(result["checkpoint"])))

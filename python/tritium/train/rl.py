@@ -3,10 +3,9 @@ with transformers `generate`, scores them with the engine (in-process or `tritiu
 endpoints, through tritium.integrations.RewardClient), turns the group's rewards into per-token
 advantages (HRD by default: plan tokens get alpha times the speed advantage, code tokens the
 correctness advantage) and takes `updates` clipped policy-gradient steps (tritium.train.grpo).
+Tasks come from a curriculum over difficulty levels with mixing weights (tritium.train.curriculum).
 
     python -m tritium.train.rl --tasks SUITE --model DIR --out DIR [--steps N] [--group-size G] ...
-
-The curriculum over difficulty levels and level mixing are not here yet (docs/training.md).
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ import torch
 
 from . import data, grpo, models
 from .cli import parse_config
+from .curriculum import Curriculum, parse_weights, task_level
 
 
 @dataclasses.dataclass
@@ -48,6 +48,11 @@ class RLConfig:
     seed: int = 0
     save_every: int = 0         # 0: only at the end
     log_every: int = 1
+    curriculum: bool = False    # open difficulty levels one at a time (docs/training.md)
+    promote_at: float = 0.5     # held-out pass@1 on the highest open level that opens the next
+    curriculum_every: int = 5   # steps between held-out checks
+    heldout: str = ""           # suite of held-out tasks for the checks; empty: training rollouts
+    level_weights: str = ""     # mixing weights over open levels, "1:0.5,2:0.3,3:0.2"; empty: equal
 
 
 @torch.no_grad()
@@ -104,10 +109,13 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     endpoints = [u for u in cfg.endpoints.split(",") if u]
     client = RewardClient(endpoints, config=reward_config) if endpoints else \
         RewardClient(config=reward_config, device=cfg.engine_device)
-    history = []
+    curriculum = Curriculum(tasks, parse_weights(cfg.level_weights), cfg.curriculum, cfg.promote_at)
+    heldout = api.load_suite(cfg.heldout, with_source=True)["tasks"] if cfg.curriculum and cfg.heldout else []
+    rng = random.Random(cfg.seed)
+    history, top_rollouts = [], []
     for step in range(1, cfg.steps + 1):
         began = time.monotonic()
-        chosen = random.sample(tasks, min(cfg.prompts_per_step, len(tasks)))
+        chosen = curriculum.pick(rng, cfg.prompts_per_step)
         losses, statuses, rewards, generated = [], Counter(), [], 0
         for g, task in enumerate(chosen):
             prompt = api.kernel_prompt(task["source"])
@@ -116,6 +124,8 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             generated += sum(len(c) for c in completions)
             scored = client.score([{"response": t, "task": task["source"], "group": g} for t in texts])
             statuses.update(s["verdict"]["status"] for s in scored)
+            if task_level(task) == curriculum.top:
+                top_rollouts += [s["verdict"]["status"] == "correct" for s in scored]
             rewards += [s["reward"]["scalar"] for s in scored]
             ids, attention = _batch(prompt_ids, completions, tokenizer.pad_token_id, device)
             adv = torch.stack([grpo.response_advantages(tokenizer, len(prompt_ids), t, s["advantage"], ids.shape[1])
@@ -135,7 +145,12 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             losses.append(loss.item())
         seconds = time.monotonic() - began
         record = {"step": step, "loss": sum(losses) / len(losses), "reward_mean": sum(rewards) / len(rewards),
-                  "statuses": dict(statuses), "rollout_tokens_per_s": generated / max(seconds, 1e-9)}
+                  "statuses": dict(statuses), "rollout_tokens_per_s": generated / max(seconds, 1e-9),
+                  "levels": dict(Counter(task_level(t) for t in chosen)), "open_levels": curriculum.open_levels()}
+        if cfg.curriculum and step % max(cfg.curriculum_every, 1) == 0:
+            record["curriculum"] = _check_curriculum(cfg, curriculum, heldout, top_rollouts, model, tokenizer,
+                                                     client, device, log)
+            top_rollouts = []
         history.append(record)
         if cfg.log_every and step % cfg.log_every == 0:
             log(f"rl: step {step}/{cfg.steps} loss {record['loss']:.4f} reward {record['reward_mean']:.3f} "
@@ -146,6 +161,31 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             tokenizer.save_pretrained(path)
     (out / "rl_history.json").write_text(json.dumps(history, indent=2))
     return {"steps": cfg.steps, "history": history, "checkpoint": str(out / f"checkpoint-{cfg.steps}")}
+
+
+def _check_curriculum(cfg: RLConfig, curriculum: Curriculum, heldout: list[dict], top_rollouts: list[bool], model,
+                      tokenizer, client, device, log) -> dict:
+    """Pass@1 at the highest open level: one sample per held-out task of that level, or (with
+    none held out there) the share of correct rollouts at that level since the last check."""
+    from .. import api
+
+    level = curriculum.top
+    tasks = [t for t in heldout if task_level(t) == level]
+    if tasks:
+        outcomes = []
+        for t in tasks:
+            _, _, texts = rollout(model, tokenizer, api.kernel_prompt(t["source"]), 1, cfg.max_new_tokens,
+                                  cfg.temperature, cfg.top_p, device)
+            scored = client.score([{"response": texts[0], "task": t["source"], "group": 0}])
+            outcomes.append(scored[0]["verdict"]["status"] == "correct")
+        source = f"{len(tasks)} held-out tasks"
+    else:
+        outcomes, source = top_rollouts, f"{len(top_rollouts)} training rollouts (no held-out task at this level)"
+    pass_at_1 = sum(outcomes) / len(outcomes) if outcomes else 0.0
+    opened = curriculum.update(pass_at_1)
+    log(f"rl: curriculum: level {level} pass@1 {pass_at_1:.2f} over {source}"
+        + (f"; level {curriculum.top} opens" if opened else ""))
+    return {"level": level, "pass_at_1": pass_at_1, "samples": len(outcomes), "opened": opened}
 
 
 def main(argv: list[str] | None = None) -> int:
