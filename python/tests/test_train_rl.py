@@ -29,6 +29,23 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path):
         assert record["loss"] == record["loss"]  # finite, not NaN
     assert (tmp_path / "rl" / "checkpoint-2" / "config.json").exists()
     assert json.loads((tmp_path / "rl" / "rl_history.json").read_text())[1]["step"] == 2
+    record = result["history"][0]
+    assert record["kl"] >= 0 and record["entropy_estimate"] > 0 and 0 < record["completion_tokens_mean"] <= 16
+    assert record["reward_components"]["scalar"] == record["reward_mean"]
+    # TensorBoard holds the same figures, one scalar per step.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    board = EventAccumulator(str(tmp_path / "rl" / "tensorboard"))
+    board.Reload()
+    tags = set(board.Tags()["scalars"])
+    assert {"rl/loss", "rl/reward_mean", "rl/kl", "rl/entropy_estimate", "rl/completion_tokens_mean",
+            "rl/reward_components/code"} <= tags, tags
+    assert any(t.startswith("rl/status_share/") for t in tags)
+    assert [e.step for e in board.Scalars("rl/loss")] == [1, 2]
+    assert abs(board.Scalars("rl/loss")[0].value - record["loss"]) < 1e-5
+    sft_board = EventAccumulator(str(tmp_path / "sft" / "tensorboard"))
+    sft_board.Reload()
+    assert len(sft_board.Scalars("sft/loss")) == 10 and "sft/lr" in sft_board.Tags()["scalars"]
 
 
 def test_the_curriculum_opens_the_next_level_from_held_out_pass_at_1(tmp_path):

@@ -23,6 +23,7 @@ import torch
 
 from . import data, grpo, models
 from .cli import parse_config
+from .board import Board
 from .curriculum import Curriculum, parse_weights, task_level
 
 
@@ -53,6 +54,7 @@ class RLConfig:
     curriculum_every: int = 5   # steps between held-out checks
     heldout: str = ""           # suite of held-out tasks for the checks; empty: training rollouts
     level_weights: str = ""     # mixing weights over open levels, "1:0.5,2:0.3,3:0.2"; empty: equal
+    tensorboard: bool = True    # scalars in OUT/tensorboard (when the package is installed)
 
 
 @torch.no_grad()
@@ -113,10 +115,12 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     heldout = api.load_suite(cfg.heldout, with_source=True)["tasks"] if cfg.curriculum and cfg.heldout else []
     rng = random.Random(cfg.seed)
     history, top_rollouts = [], []
+    board = Board(out, cfg.tensorboard)
     for step in range(1, cfg.steps + 1):
         began = time.monotonic()
         chosen = curriculum.pick(rng, cfg.prompts_per_step)
         losses, statuses, rewards, generated = [], Counter(), [], 0
+        components, lengths, kls, entropies = Counter(), [], [], []
         for g, task in enumerate(chosen):
             prompt = api.kernel_prompt(task["source"])
             prompt_ids, completions, texts = rollout(model, tokenizer, prompt, cfg.group_size, cfg.max_new_tokens,
@@ -127,6 +131,9 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             if task_level(task) == curriculum.top:
                 top_rollouts += [s["verdict"]["status"] == "correct" for s in scored]
             rewards += [s["reward"]["scalar"] for s in scored]
+            for s in scored:  # reward components, summed here and averaged in the record
+                components.update({k: float(v) for k, v in s["reward"].items() if isinstance(v, (int, float))})
+            lengths += [len(c) for c in completions]
             ids, attention = _batch(prompt_ids, completions, tokenizer.pad_token_id, device)
             adv = torch.stack([grpo.response_advantages(tokenizer, len(prompt_ids), t, s["advantage"], ids.shape[1])
                                for t, s in zip(texts, scored)])[:, 1:].to(device)
@@ -135,6 +142,12 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             with torch.no_grad():
                 old = grpo.token_logprobs(model, ids, attention)
                 ref = grpo.token_logprobs(reference, ids, attention) if reference is not None else None
+                tokens = mask.sum().clamp(min=1)
+                # The sampled tokens' mean surprise estimates the policy's entropy (at temperature 1).
+                entropies.append(float(-(old * mask).sum() / tokens))
+                if ref is not None:
+                    delta = ref - old
+                    kls.append(float(((torch.exp(delta) - delta - 1) * mask).sum() / tokens))
             for _ in range(cfg.updates):
                 loss = grpo.grpo_loss(grpo.token_logprobs(model, ids, attention), old, adv, mask, cfg.clip_eps,
                                       ref_logprobs=ref, kl_coef=cfg.kl_coef)
@@ -146,12 +159,21 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         seconds = time.monotonic() - began
         record = {"step": step, "loss": sum(losses) / len(losses), "reward_mean": sum(rewards) / len(rewards),
                   "statuses": dict(statuses), "rollout_tokens_per_s": generated / max(seconds, 1e-9),
-                  "levels": dict(Counter(task_level(t) for t in chosen)), "open_levels": curriculum.open_levels()}
+                  "levels": dict(Counter(task_level(t) for t in chosen)), "open_levels": curriculum.open_levels(),
+                  "reward_components": {k: v / len(rewards) for k, v in components.items()},
+                  "completion_tokens_mean": sum(lengths) / len(lengths),
+                  "entropy_estimate": sum(entropies) / len(entropies)}
+        if kls:
+            record["kl"] = sum(kls) / len(kls)
         if cfg.curriculum and step % max(cfg.curriculum_every, 1) == 0:
             record["curriculum"] = _check_curriculum(cfg, curriculum, heldout, top_rollouts, model, tokenizer,
                                                      client, device, log)
             top_rollouts = []
         history.append(record)
+        total = sum(statuses.values())
+        board.scalars(step, "rl", {**{k: v for k, v in record.items() if k not in ("statuses", "levels", "open_levels")},
+                                   "status_share": {k: n / total for k, n in statuses.items()},
+                                   "open_levels": len(record["open_levels"])})
         if cfg.log_every and step % cfg.log_every == 0:
             log(f"rl: step {step}/{cfg.steps} loss {record['loss']:.4f} reward {record['reward_mean']:.3f} "
                 f"statuses {dict(statuses)} ({record['rollout_tokens_per_s']:.0f} generated tokens/s)")
@@ -159,6 +181,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             path = out / f"checkpoint-{step}"
             model.save_pretrained(path)
             tokenizer.save_pretrained(path)
+    board.close()
     (out / "rl_history.json").write_text(json.dumps(history, indent=2))
     return {"steps": cfg.steps, "history": history, "checkpoint": str(out / f"checkpoint-{cfg.steps}")}
 

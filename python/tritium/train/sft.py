@@ -19,6 +19,7 @@ import time
 import torch
 
 from . import data, models
+from .board import Board
 from .cli import parse_config
 
 
@@ -42,6 +43,7 @@ class SFTConfig:
     device: str = "auto"
     bf16: bool = True          # autocast to bfloat16 on a GPU; ignored on the CPU
     resume: bool = True        # continue from the latest checkpoint in `out`
+    tensorboard: bool = True   # scalars in OUT/tensorboard (when the package is installed)
 
 
 def latest_checkpoint(out: pathlib.Path) -> pathlib.Path | None:
@@ -129,6 +131,7 @@ def train_sft(cfg: SFTConfig, log=print) -> dict:
     result = {"steps": start, "loss": None, "eval_loss": None, "examples": len(examples),
               "dropped": len(rows) - len(examples), "device": str(device)}
     tokens, began = 0, time.monotonic()
+    board = Board(out, cfg.tensorboard)
     for step in range(start, cfg.steps):
         loss_sum = 0.0
         for micro in range(cfg.grad_accum):
@@ -147,14 +150,17 @@ def train_sft(cfg: SFTConfig, log=print) -> dict:
         result.update(steps=done, loss=loss_sum)
         if not math.isfinite(loss_sum):
             raise FloatingPointError(f"sft: loss became {loss_sum} at step {done}; lower the learning rate")
+        rate = tokens / max(time.monotonic() - began, 1e-9)
+        board.scalars(done, "sft", {"loss": loss_sum, "lr": optimizer.param_groups[0]["lr"], "tokens_per_s": rate})
         if cfg.log_every and done % cfg.log_every == 0:
-            rate = tokens / max(time.monotonic() - began, 1e-9)
             log(f"sft: step {done}/{cfg.steps} loss {loss_sum:.4f} ({rate:.0f} tokens/s)")
         if eval_examples and ((cfg.eval_every and done % cfg.eval_every == 0) or done == cfg.steps):
             result["eval_loss"] = evaluate_loss(model, eval_examples, tokenizer.pad_token_id, device, cfg.bf16)
+            board.scalars(done, "sft", {"eval_loss": result["eval_loss"]})
             log(f"sft: step {done} held-out loss {result['eval_loss']:.4f}")
         if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps:
             result["checkpoint"] = str(_save(model, tokenizer, optimizer, done, cfg, out))
+    board.close()
     result["tokens_per_s"] = tokens / max(time.monotonic() - began, 1e-9)
     (out / "sft_result.json").write_text(json.dumps(result, indent=2))
     return result
