@@ -1,7 +1,8 @@
 // The reference Triton solution of a solved graph, with its plan. Elementwise operators fuse into
 // one kernel per chain (every intermediate consumed once, by the next op, at the same shape);
-// reductions, softmax and norms get a row kernel each; matmul-like ops a tiled tl.dot kernel; shape
-// ops stay views (or glue copies). A graph with any other operator gets no solution.
+// reductions, softmax and norms get a row kernel each; matmul-like ops a tiled tl.dot kernel, whose
+// epilogue runs the elementwise group that reads its output when that is legal; shape ops stay
+// views (or glue copies). A graph with any other operator gets no solution.
 #include <algorithm>
 #include <set>
 
@@ -53,26 +54,6 @@ def _rows_layout(x, dim, keep):
 )PY";
 
 constexpr std::string_view kMatmulHelper = R"PY(
-@triton.jit
-def _mm_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K, sab, sam, sak, sbb, sbk, sbn, scb, scm, scn,
-               HAS_BIAS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pid_m, pid_n, batch = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + batch * sab + rm[:, None] * sam + (k0 + rk)[None, :] * sak,
-                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + batch * sbb + (k0 + rk)[:, None] * sbk + rn[None, :] * sbn,
-                    mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc += tl.dot(a, b, input_precision="ieee")
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + rn, mask=rn < N, other=0.0)[None, :]
-    tl.store(c_ptr + batch * scb + rm[:, None] * scm + rn[None, :] * scn, acc,
-             mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
 def _mm_layout(a, b):
     """a (..., M, K) @ b (K, N), or a (B, M, K) @ b (B, K, N), as batched 3-D operands and output."""
     batched = b.dim() == 3
@@ -89,6 +70,49 @@ def _mm_layout(a, b):
 
 
 )PY";
+
+constexpr std::string_view kEpilogueHelper = R"PY(
+def _ep_layout(shape, inputs):
+    """What a matmul epilogue needs to read `inputs` per tile: the output seen as (L0, L1, L2, N)
+    (an output row, batch * M + m, splits into L0, L1, L2), L1, L2 and each input's broadcast strides."""
+    dims = [1] * (4 - len(shape)) + list(shape)
+    strides = []
+    for x in inputs:
+        s = list(x.expand(shape).stride())
+        strides += [0] * (4 - len(s)) + s
+    return dims[1], dims[2], strides
+
+
+)PY";
+
+// The tiled tl.dot kernel: 32x32 output tiles, K in steps of 32, the bias then `epilogue` applied to
+// the accumulator tile in registers, and `value` stored. `params` are what the epilogue reads.
+std::string matmul_kernel_source(std::string_view name, std::string_view params, std::string_view epilogue,
+                                 std::string_view value) {
+  return fmt::format(R"PY(@triton.jit
+def {}(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K, sab, sam, sak, sbb, sbk, sbn, scb, scm, scn{},
+        HAS_BIAS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m, pid_n, batch = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + batch * sab + rm[:, None] * sam + (k0 + rk)[None, :] * sak,
+                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + batch * sbb + (k0 + rk)[:, None] * sbk + rn[None, :] * sbn,
+                    mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b, input_precision="ieee")
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + rn, mask=rn < N, other=0.0)[None, :]
+    cmask = (rm[:, None] < M) & (rn[None, :] < N)
+    coffs = batch * scb + rm[:, None] * scm + rn[None, :] * scn
+{}    tl.store(c_ptr + coffs, {}, mask=cmask)
+
+
+)PY",
+                     name, params, epilogue, value);
+}
 
 constexpr std::string_view kCatHelper = R"PY(
 @triton.jit
@@ -168,10 +192,11 @@ std::string row_kernel_source(std::string_view op, const RowKernel& k) {
       op, k.fill, k.body);
 }
 
+bool reads(const OpNode& n, int t) { return std::find(n.operands.begin(), n.operands.end(), t) != n.operands.end(); }
+
 // Elementwise nodes grouped by the node whose output they feed into (the group's root).
 std::vector<int> fusion_roots(const Graph& g, const std::vector<std::int64_t>& values) {
-  std::vector<int> producer(g.tensors.size(), -1), root(g.nodes.size());
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) producer[g.nodes[i].out] = static_cast<int>(i);
+  std::vector<int> root(g.nodes.size());
   auto shape = [&](int t) { return solved_shape(g.tensors[t], values); };
   for (int i = static_cast<int>(g.nodes.size()) - 1; i >= 0; --i) {
     root[i] = i;
@@ -179,12 +204,36 @@ std::vector<int> fusion_roots(const Graph& g, const std::vector<std::int64_t>& v
     if (!is_elementwise(n) || g.tensors[n.out].consumers != 1) continue;
     for (int j = i + 1; j < static_cast<int>(g.nodes.size()); ++j) {
       const OpNode& c = g.nodes[j];
-      const bool consumes = std::find(c.operands.begin(), c.operands.end(), n.out) != c.operands.end();
-      if (consumes && is_elementwise(c) && shape(c.out) == shape(n.out)) root[i] = root[j];
-      if (consumes) break;
+      if (reads(c, n.out) && is_elementwise(c) && shape(c.out) == shape(n.out)) root[i] = root[j];
+      if (reads(c, n.out)) break;
     }
   }
   return root;
+}
+
+// Per matmul-like node, the root of the elementwise group that runs in its epilogue, or -1. The
+// group must read the matmul's output at the output's own shape (so a tile of one is a tile of the
+// other) and host no other epilogue. The fused kernel runs at the root's place, so every reader of
+// the matmul output outside the group must come after the root; that output is then stored too.
+std::vector<int> epilogue_hosts(const Graph& g, const std::vector<int>& roots, const std::vector<std::int64_t>& values) {
+  const int count = static_cast<int>(g.nodes.size());
+  std::vector<int> host(count, -1);
+  std::set<int> taken;
+  for (int m = 0; m < count; ++m) {
+    const int t = g.nodes[m].out;
+    if (g.nodes[m].op->triton != "matmul") continue;
+    int r = -1;
+    for (int j = m + 1; j < count && r < 0; ++j)
+      if (reads(g.nodes[j], t) && is_elementwise(g.nodes[j])) r = roots[j];
+    if (r < 0 || taken.count(r) || solved_shape(g.tensors[t], values) != solved_shape(g.tensors[g.nodes[r].out], values))
+      continue;
+    bool legal = true;
+    for (int j = m + 1; j < count; ++j) legal = legal && (!reads(g.nodes[j], t) || roots[j] == r || j > r);
+    if (!legal) continue;
+    host[m] = r;
+    taken.insert(r);
+  }
+  return host;
 }
 
 struct Writer {
@@ -193,7 +242,7 @@ struct Writer {
   std::vector<int> inputs;
   std::string kernels, forward;
   std::vector<std::string> plan;
-  std::set<std::string> row_kernels;
+  std::set<std::string> shared_kernels;  // row kernels and _mm_kernel, written once
   std::set<std::string_view> helpers;
 
   std::string name(int t) const { return tensor_name(g, t, inputs); }
@@ -204,22 +253,40 @@ struct Writer {
     return {{"scalar", number(n.scalar)}, {"lo", number(n.lo)}, {"hi", number(n.hi)}, {"powered", powered}};
   }
 
-  void elementwise_group(const std::vector<int>& members) {
-    std::set<int> produced;
+  // The tensors a group reads from memory, in order of first use; `acc` is read from registers instead.
+  std::vector<int> external_operands(const std::vector<int>& members, int acc = -1) const {
+    std::set<int> produced = {acc};
     for (int i : members) produced.insert(g.nodes[i].out);
     std::vector<int> external;
     for (int i : members)
       for (int t : g.nodes[i].operands)
         if (!produced.count(t) && std::find(external.begin(), external.end(), t) == external.end()) external.push_back(t);
-    const int root = g.nodes[members.back()].out;
-    std::string body, ops, params = "out_ptr";
-    for (std::size_t j = 0; j < external.size(); ++j) params += fmt::format(", in{}_ptr", j);
-    params += ", n, S1, S2, S3, S4";
-    for (std::size_t j = 0; j < external.size(); ++j) params += fmt::format(", s{0}_0, s{0}_1, s{0}_2, s{0}_3, s{0}_4", j);
+    return external;
+  }
+
+  std::string names(const std::vector<int>& tensors) const {
+    std::vector<std::string> out;
+    for (int t : tensors) out.push_back(name(t));
+    return fmt::format("{}", fmt::join(out, ", "));
+  }
+
+  // Kernel parameters of a group's operands: their pointers, `sizes`, then `rank` broadcast strides each.
+  static std::string operand_params(std::size_t count, std::string_view sizes, int rank) {
+    std::string params;
+    for (std::size_t j = 0; j < count; ++j) params += fmt::format(", in{}_ptr", j);
+    params += sizes;
+    for (std::size_t j = 0; j < count; ++j)
+      for (int d = 0; d < rank; ++d) params += fmt::format(", s{}_{}", j, d);
+    return params;
+  }
+
+  // A group's body: a{j} loads operand j at `offset` ({0} stands for j), then v{t} for each member.
+  std::string group_body(const std::vector<int>& members, const std::vector<int>& external, std::string_view offset,
+                         std::string_view mask) const {
+    std::string body;
     for (std::size_t j = 0; j < external.size(); ++j)
-      body += fmt::format(
-          "    a{0} = tl.load(in{0}_ptr + i0 * s{0}_0 + i1 * s{0}_1 + i2 * s{0}_2 + i3 * s{0}_3 + i4 * s{0}_4, "
-          "mask=mask, other=1.0)\n", j);
+      body += fmt::format("    a{} = tl.load(in{}_ptr + {}, mask={}, other=1.0)\n", j, j,
+                          fmt::format(fmt::runtime(offset), j), mask);
     auto value = [&](int t) {
       const auto it = std::find(external.begin(), external.end(), t);
       return it == external.end() ? fmt::format("v{}", t) : fmt::format("a{}", it - external.begin());
@@ -231,33 +298,42 @@ struct Writer {
       args = {{"0", value(n.operands[0])}};
       if (n.operands.size() > 1) args["1"] = value(n.operands[1]);
       body += fmt::format("    v{} = {}\n", n.out, substitute(expr, args));
-      ops += (ops.empty() ? "" : " -> ") + std::string(n.op->name);
     }
+    return body;
+  }
+
+  std::string op_names(const std::vector<int>& members) const {
+    std::string ops;
+    for (int i : members) ops += (ops.empty() ? "" : " -> ") + std::string(g.nodes[i].op->name);
+    return ops;
+  }
+
+  void elementwise_group(const std::vector<int>& members) {
+    const auto external = external_operands(members);
+    const int root = g.nodes[members.back()].out;
     const std::string kernel = fmt::format("_ew_{}", root);
     kernels += fmt::format(
-        "@triton.jit\ndef {}({}, BLOCK: tl.constexpr):\n"
+        "@triton.jit\ndef {}(out_ptr{}, BLOCK: tl.constexpr):\n"
         "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
         "    mask = offs < n\n"
         "    i4 = offs % S4\n    rest = offs // S4\n    i3 = rest % S3\n    rest = rest // S3\n"
         "    i2 = rest % S2\n    rest = rest // S2\n    i1 = rest % S1\n    i0 = rest // S1\n"
         "{}    tl.store(out_ptr + offs, v{}, mask=mask)\n\n\n",
-        kernel, params, body, root);
-    std::vector<std::string> args;
-    for (int t : external) args.push_back(name(t));
-    const std::string ins = fmt::format("{}", fmt::join(args, ", "));
+        kernel, operand_params(external.size(), ", n, S1, S2, S3, S4", 5),
+        group_body(members, external, "i0 * s{0}_0 + i1 * s{0}_1 + i2 * s{0}_2 + i3 * s{0}_3 + i4 * s{0}_4", "mask"), root);
     forward += fmt::format(
         "        t{0}, n, dims, strides = _ew_layout([{2}])\n"
-        "        {1}[(triton.cdiv(n, 1024),)](t{0}, {2}, n, *dims, *strides, BLOCK=1024)\n", root, kernel, ins);
+        "        {1}[(triton.cdiv(n, 1024),)](t{0}, {2}, n, *dims, *strides, BLOCK=1024)\n", root, kernel, names(external));
     helpers.insert(kElementwiseHelper);
     plan.push_back(fmt::format(
         "`{}`: {} fused in one elementwise kernel ({}); one program per 1024 output elements, operands read "
         "through broadcast strides, intermediates kept in registers",
-        kernel, ops, members.size() == 1 ? "a single op" : fmt::format("{} ops, no intermediate written", members.size())));
+        kernel, op_names(members), members.size() == 1 ? "a single op" : fmt::format("{} ops, no intermediate written", members.size())));
   }
 
   void row(const OpNode& n, std::size_t index) {
     const std::string op(n.op->name);
-    if (row_kernels.insert(op).second) kernels += row_kernel_source(op, *row_kernel(op));
+    if (shared_kernels.insert("_row_" + op).second) kernels += row_kernel_source(op, *row_kernel(op));
     const bool norm = op == "layer_norm" || op == "rms_norm";
     const bool same = norm || op == "softmax" || op == "log_softmax";
     const int dim = norm ? static_cast<int>(g.tensors[n.operands[0]].dims.size()) - 1 : n.dim;
@@ -273,20 +349,67 @@ struct Writer {
                                op, op, dim));
   }
 
-  void matmul(const OpNode& n, std::size_t index) {
-    const std::string m = module_attr(n, index), a = name(n.operands[0]);
+  // How a matmul that makes tensor t ends: its kernel, extra launch arguments, lines after the launch
+  // and what the plan adds.
+  struct Ending {
+    std::string kernel, args, after, note;
+  };
+
+  Ending plain_ending(int t) {
+    if (shared_kernels.insert("_mm_kernel").second) kernels += matmul_kernel_source("_mm_kernel", "", "", "acc");
+    return {"_mm_kernel", "", fmt::format("        t{} = c.reshape(shape)\n", t), ""};
+  }
+
+  // The elementwise group `members`, which reads t, runs on the accumulator tile in a kernel of this
+  // matmul's own; t is stored as well only when a kernel outside the group reads it.
+  Ending fused_ending(int t, const std::vector<int>& members) {
+    const int root = g.nodes[members.back()].out;
+    const auto external = external_operands(members, t);
+    int reads_here = 0;
+    for (int i : members) reads_here += static_cast<int>(std::count(g.nodes[i].operands.begin(), g.nodes[i].operands.end(), t));
+    const bool keep = g.tensors[t].consumers > reads_here;
+    Ending e{fmt::format("_mm_{}", root), "", fmt::format("        t{} = c.reshape(shape)\n", root), ""};
+    std::string params, body;
+    if (keep) {
+      forward += fmt::format("        t{} = torch.empty_like(c)\n", t);
+      params = ", mm_ptr";
+      e.args = fmt::format(", t{}", t);
+      e.after += fmt::format("        t{0} = t{0}.reshape(shape)\n", t);
+      body = "    tl.store(mm_ptr + coffs, acc, mask=cmask)\n";
+    }
+    if (!external.empty()) {
+      forward += fmt::format("        l1, l2, ep_strides = _ep_layout(shape, [{}])\n", names(external));
+      e.args += fmt::format(", {}, l1, l2, *ep_strides", names(external));
+      params += operand_params(external.size(), ", L1, L2", 4);
+      body += "    row = batch * M + rm\n    d2 = (row % L2)[:, None]\n    d1 = (row // L2 % L1)[:, None]\n"
+              "    d0 = (row // L2 // L1)[:, None]\n";
+      helpers.insert(kEpilogueHelper);
+    }
+    body += fmt::format("    v{} = acc\n", t) +
+            group_body(members, external, "d0 * s{0}_0 + d1 * s{0}_1 + d2 * s{0}_2 + rn[None, :] * s{0}_3", "cmask");
+    kernels += matmul_kernel_source(e.kernel, params, body, fmt::format("v{}", root));
+    e.note = fmt::format("; {} fused into the epilogue on the accumulator tile before the store ({}), so {}",
+                         op_names(members), external.empty() ? "nothing else read" : "operands loaded per tile through broadcast strides",
+                         keep ? "one pass writes both the matmul output (another kernel reads it) and the result"
+                              : "the matmul output never goes to memory");
+    return e;
+  }
+
+  // A matmul-like op as one tiled tl.dot kernel, with `epilogue` (an elementwise group reading its
+  // output) fused in when given.
+  void matmul(const OpNode& n, std::size_t index, const std::vector<int>& epilogue = {}) {
+    const std::string m = module_attr(n, index);
     const std::string_view op = n.op->name;
     const std::string b = op == "bmm" ? name(n.operands[1]) : m + ".weight.t()";
     const bool bias = op == "linear" || op == "addmm";
-    forward += fmt::format(
-        "        a3, b3, c, grid, (m, n, k), strides, shape = _mm_layout({1}, {2})\n"
-        "        _mm_kernel[grid](a3, b3, {3}, c, m, n, k, *strides, HAS_BIAS={4}, BM=32, BN=32, BK=32)\n"
-        "        t{0} = c.reshape(shape)\n",
-        n.out, a, b, bias ? m + ".bias" : "c", bias ? "True" : "False");
+    forward += fmt::format("        a3, b3, c, grid, (m, n, k), strides, shape = _mm_layout({}, {})\n", name(n.operands[0]), b);
+    const Ending e = epilogue.empty() ? plain_ending(n.out) : fused_ending(n.out, epilogue);
+    forward += fmt::format("        {}[grid](a3, b3, {}, c, m, n, k, *strides{}, HAS_BIAS={}, BM=32, BN=32, BK=32)\n{}",
+                           e.kernel, bias ? m + ".bias" : "c", e.args, bias ? "True" : "False", e.after);
     helpers.insert(kMatmulHelper);
-    plan.push_back(fmt::format("`_mm_kernel`: {} as 32x32 output tiles stepping K by 32, tl.dot in fp32 (IEEE, "
-                               "no TF32, to meet the tolerance){}",
-                               op, op == "linear" || op == "addmm" ? ", bias added in the epilogue" : ""));
+    plan.push_back(fmt::format("`{}`: {} as 32x32 output tiles stepping K by 32, tl.dot in fp32 (IEEE, no TF32, to meet "
+                               "the tolerance){}{}",
+                               e.kernel, op, bias ? ", bias added in the epilogue" : "", e.note));
   }
 
   void view(const OpNode& n) {
@@ -323,6 +446,7 @@ std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int
     if (s == Source::node && g.tensors[t].consumers == 0) outputs.push_back(static_cast<int>(t));
   }
   const auto roots = fusion_roots(g, values);
+  const auto hosts = epilogue_hosts(g, roots, values);
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const OpNode& n = g.nodes[i];
     const auto kind = n.op->triton;
@@ -331,11 +455,15 @@ std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int
       std::vector<int> members;
       for (std::size_t j = 0; j <= i; ++j)
         if (is_elementwise(g.nodes[j]) && roots[j] == static_cast<int>(i)) members.push_back(static_cast<int>(j));
-      w.elementwise_group(members);
+      const auto host = std::find(hosts.begin(), hosts.end(), static_cast<int>(i));
+      if (host == hosts.end())
+        w.elementwise_group(members);
+      else  // the matmul runs here, its epilogue this group
+        w.matmul(g.nodes[host - hosts.begin()], host - hosts.begin(), members);
     } else if (kind == "row") {
       w.row(n, i);
     } else if (kind == "matmul") {
-      w.matmul(n, i);
+      if (hosts[i] < 0) w.matmul(n, i);
     } else {
       w.view(n);
     }
@@ -349,7 +477,7 @@ std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int
   for (std::size_t k = 0; k < w.plan.size(); ++k) plan += fmt::format("{}. {}.\n", k + 1, w.plan[k]);
   plan += "Shape operators stay views (a reshape copies only when the layout needs it); outputs are float32.\n";
   std::string helper_code;
-  for (auto h : {kElementwiseHelper, kRowHelper, kMatmulHelper, kCatHelper})
+  for (auto h : {kElementwiseHelper, kRowHelper, kMatmulHelper, kEpilogueHelper, kCatHelper})
     if (w.helpers.count(h)) helper_code += h;
   Solution s;
   s.plan = plan;

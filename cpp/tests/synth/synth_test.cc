@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "../../src/synth/shapes.h"
+#include "../../src/synth/graph.h"
 #include "tritium/synth.h"
 #include "tritium/verify.h"
 
@@ -173,6 +173,93 @@ TEST(Synthesize, ConvolutionsGetNoSolution) {
   const auto tasks = synthesize(o);
   ASSERT_TRUE(tasks);
   for (const auto& t : *tasks) EXPECT_FALSE(t.task.meta["has_solution"].get<bool>());
+}
+
+// A hand-built graph for the emitter: every size fixed, every op by catalog name.
+struct Handmade {
+  Graph g;
+  int size(std::int64_t v) { return g.shapes.free(v, v, Role::features); }
+  int tensor(std::vector<int> dims, TensorNode::Source source = TensorNode::Source::input) {
+    g.tensors.push_back({std::move(dims), source, Domain::any, 0});
+    return static_cast<int>(g.tensors.size()) - 1;
+  }
+  int op(std::string_view name, std::vector<int> operands, std::vector<int> dims, std::map<std::string, int> vars = {}) {
+    OpNode n;
+    n.op = find_op(name);
+    n.operands = std::move(operands);
+    n.vars = std::move(vars);
+    n.out = tensor(std::move(dims), TensorNode::Source::node);
+    for (int t : n.operands) ++g.tensors[t].consumers;
+    g.nodes.push_back(n);
+    return n.out;
+  }
+  // The solution, after checking it passes the static verifier against its task.
+  Solution solve() {
+    Rng rng(1);
+    const auto values = g.shapes.solve(rng, kAny, 1);
+    const auto solution = emit_solution(g, *values, "handmade");
+    const Task task = emit_task(g, *values, estimate(g, *values, profile(SizeProfile::cpu)), "handmade", Json::object());
+    const auto v = verify_code(solution->code, task.source);
+    EXPECT_EQ(v.status, "valid") << to_json(v).dump() << "\n" << solution->code;
+    return *solution;
+  }
+};
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Solutions, ElementwiseConsumersOfAMatmulRunInItsEpilogue) {
+  Handmade h;
+  const int b = h.size(3), s = h.size(5), k = h.size(7), n = h.size(9);
+  const int x = h.tensor({b, s, k}), residual = h.tensor({b, s, n}), scale = h.tensor({n}, TensorNode::Source::param);
+  const int y = h.op("linear", {x}, {b, s, n}, {{"k", k}, {"n", n}});
+  const int r = h.op("relu", {y}, {b, s, n});
+  const int sum = h.op("add", {r, residual}, {b, s, n});
+  h.op("mul", {sum, scale}, {b, s, n});
+  const Solution sol = h.solve();
+  EXPECT_EQ(occurrences(sol.code, "[grid]("), 1u) << sol.code;
+  EXPECT_EQ(occurrences(sol.code, "_ew_"), 0u) << sol.code;
+  EXPECT_EQ(occurrences(sol.code, "torch.empty_like"), 0u) << sol.code;  // the matmul output is never stored
+  EXPECT_NE(sol.plan.find("relu -> add -> mul fused into the epilogue"), std::string::npos) << sol.plan;
+}
+
+TEST(Solutions, AMatmulOutputAnotherKernelReadsIsStoredBesideItsEpilogue) {
+  Handmade h;
+  const int m = h.size(6), k = h.size(4), n = h.size(8);
+  const int y = h.op("linear", {h.tensor({m, k})}, {m, n}, {{"k", k}, {"n", n}});
+  h.op("tanh", {y}, {m, n});
+  h.op("softmax", {y}, {m, n});  // after the epilogue's group: it reads the stored matmul output
+  h.g.nodes.back().dim = 1;
+  const Solution sol = h.solve();
+  EXPECT_EQ(occurrences(sol.code, "torch.empty_like(c)"), 1u) << sol.code;
+  EXPECT_EQ(occurrences(sol.code, "_ew_"), 0u) << sol.code;
+  EXPECT_NE(sol.plan.find("writes both the matmul output"), std::string::npos) << sol.plan;
+}
+
+TEST(Solutions, EpiloguesThatWouldBeIllegalKeepTheirOwnKernel) {
+  {  // a reader of the matmul output comes before the group's root: the fused kernel would run too late
+    Handmade h;
+    const int m = h.size(6), k = h.size(4), n = h.size(8);
+    const int y = h.op("linear", {h.tensor({m, k})}, {m, n}, {{"k", k}, {"n", n}});
+    const int red = h.op("softmax", {y}, {m, n});
+    h.g.nodes.back().dim = 1;
+    h.op("add", {y, red}, {m, n});
+    const Solution sol = h.solve();
+    EXPECT_NE(sol.code.find("_mm_kernel[grid]"), std::string::npos) << sol.code;
+    EXPECT_EQ(sol.plan.find("fused into the epilogue"), std::string::npos) << sol.plan;
+  }
+  {  // the consumer broadcasts the matmul output to a larger shape: a tile of one is not a tile of the other
+    Handmade h;
+    const int b = h.size(2), one = h.g.shapes.constant(1), s = h.size(5), k = h.size(4), n = h.size(8);
+    const int y = h.op("linear", {h.tensor({b, one, k})}, {b, one, n}, {{"k", k}, {"n", n}});
+    h.op("add", {y, h.tensor({b, s, n})}, {b, s, n});
+    const Solution sol = h.solve();
+    EXPECT_NE(sol.code.find("_mm_kernel[grid]"), std::string::npos) << sol.code;
+    EXPECT_NE(sol.code.find("_ew_"), std::string::npos) << sol.code;
+  }
 }
 
 TEST(Synthesize, RejectsBadOptionsWithAMessage) {
