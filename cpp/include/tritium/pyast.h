@@ -77,10 +77,19 @@ class Tree {
   NodeId root() const { return nodes_.empty() ? kNoNode : 0; }
   const Node& node(NodeId id) const { return nodes_[id]; }
   std::size_t size() const { return nodes_.size(); }
+  // text() and child() are inline: the verifier's rules call them for nearly every node.
   /// The node's text (identifier, attribute name, module, literal source), or "".
-  std::string_view text(NodeId id) const;
+  std::string_view text(NodeId id) const {
+    const auto t = nodes_[id].text;
+    if (t == UINT32_MAX) return {};
+    return {chars_.data() + texts_[t].first, texts_[t].second};
+  }
   /// The first child playing `role`, or kNoNode.
-  NodeId child(NodeId id, Role role) const;
+  NodeId child(NodeId id, Role role) const {
+    for (NodeId c = nodes_[id].first_child; c != kNoNode; c = nodes_[c].next_sibling)
+      if (nodes_[c].role == role) return c;
+    return kNoNode;
+  }
   /// Every child playing `role`, in order.
   std::vector<NodeId> children(NodeId id, Role role) const;
   std::vector<NodeId> children(NodeId id) const;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstring>
 #include <cctype>
 #include <cstdio>
 #include <tuple>
@@ -31,7 +33,7 @@ bool may_prefix_string(char c) {
       return false;
   }
 }
-bool is_ascii_ident_start(unsigned char c) { return std::isalpha(c) || c == '_'; }
+bool is_ascii_ident_start(unsigned char c) { return c < 128 && kAsciiIdentifier[c] && !is_digit(static_cast<char>(c)); }
 
 // Decodes one UTF-8 code point at s[i]; returns its length (0 when malformed).
 int decode_utf8(std::string_view s, std::size_t i, char32_t& cp) {
@@ -111,14 +113,34 @@ class Lexer {
   Span span_at(std::uint32_t begin) const { return {line_, begin - line_start_, line_, begin - line_start_}; }
 
   void emit(Tok kind, std::uint32_t begin, std::uint32_t end, Span span) {
-    Token t{kind, false, begin, end, span, 0};
+    // Written field by field into the vector's slot: a Token built on the stack and copied made
+    // the compiler reload it in wide words right after narrow stores (a store-forwarding stall).
+    Token& t = out_.tokens.emplace_back();
+    t.kind = kind;
+    t.begin = begin;
+    t.end = end;
+    t.span.line = span.line;
+    t.span.col = span.col;
+    t.span.end_line = span.end_line;
+    t.span.end_col = span.end_col;
     if (kind == Tok::Op || kind == Tok::Name) {
-      const std::string_view text = s_.substr(begin, end - begin);
-      t.code = pack(text);
-      t.keyword = kind == Tok::Name && t.code != kLongText && is_keyword(text);
+      t.code = pack_at(begin, end - begin);
+      t.keyword = kind == Tok::Name && t.code != kLongText && is_keyword_code(t.code);
     }
-    out_.tokens.push_back(t);
   }
+  // pack() of s_[begin, begin + n): one unaligned load where the source has 8 bytes there (the
+  // loop in pack() was a good part of the lexer's time).
+  std::uint64_t pack_at(std::uint32_t begin, std::uint32_t n) const {
+    if constexpr (std::endian::native == std::endian::little) {
+      if (n <= 8 && begin + 8 <= s_.size()) {
+        std::uint64_t word;
+        std::memcpy(&word, s_.data() + begin, 8);
+        return n == 8 ? word : word & ((std::uint64_t{1} << (8 * n)) - 1);
+      }
+    }
+    return pack(s_.substr(begin, n));
+  }
+
   // A token on one line from `begin` to pos_.
   void emit_here(Tok kind, std::uint32_t begin) {
     emit(kind, begin, pos_, {line_, begin - line_start_, line_, pos_ - line_start_});
@@ -405,23 +427,29 @@ class Lexer {
 
   void op() {
     const std::uint32_t begin = pos_;
-    if (const std::uint32_t n = operator_length()) {
-      const std::string_view o = s_.substr(pos_, n);
-      pos_ += n;
-      const char c = o[0];
-      if (o.size() == 1 && (c == '(' || c == '[' || c == '{')) {
-        brackets_.push_back({c, line_, begin - line_start_});
-      } else if (o.size() == 1 && (c == ')' || c == ']' || c == '}')) {
-        const char open = c == ')' ? '(' : c == ']' ? '[' : '{';
-        if (brackets_.empty()) return error(std::string("unmatched '") + c + "'", begin);
-        if (std::get<0>(brackets_.back()) != open)
-          return error(std::string("closing parenthesis '") + c + "' does not match opening parenthesis '" +
-                           std::get<0>(brackets_.back()) + "'",
-                       begin);
-        brackets_.pop_back();
-      }
-      return emit_here(Tok::Op, begin);
+    const std::uint32_t n = operator_length();
+    if (n == 0) return not_an_operator();
+    pos_ += n;
+    const char c = s_[begin];
+    if (n == 1 && (c == '(' || c == '[' || c == '{')) {
+      brackets_.push_back({c, line_, begin - line_start_});
+    } else if (n == 1 && (c == ')' || c == ']' || c == '}')) {
+      const char open = c == ')' ? '(' : c == ']' ? '[' : '{';
+      if (brackets_.empty() || std::get<0>(brackets_.back()) != open) return unmatched(c, begin);
+      brackets_.pop_back();
     }
+    emit_here(Tok::Op, begin);
+  }
+
+  // The error paths of op(), kept out of it: the hot path then needs no string temporaries.
+  [[gnu::noinline]] void unmatched(char c, std::uint32_t begin) {
+    if (brackets_.empty()) return error(std::string("unmatched '") + c + "'", begin);
+    error(std::string("closing parenthesis '") + c + "' does not match opening parenthesis '" +
+              std::get<0>(brackets_.back()) + "'",
+          begin);
+  }
+
+  [[gnu::noinline]] void not_an_operator() {
     const auto c = static_cast<unsigned char>(s_[pos_]);
     if (c == '!' || c == '$' || c == '?' || c == '`') return error("invalid syntax", pos_);
     char buf[64];
@@ -531,9 +559,9 @@ std::string normalize_identifier(std::string_view word) {
   return out;
 }
 
-bool is_keyword(std::string_view word) {
+bool is_keyword_code(std::uint64_t code) {
   // A switch over packed codes: the compiler turns it into a few comparisons.
-  switch (pack(word)) {
+  switch (code) {
 #define TRITIUM_KEYWORD(k) case pack(k):
     TRITIUM_KEYWORD("False") TRITIUM_KEYWORD("None") TRITIUM_KEYWORD("True") TRITIUM_KEYWORD("and")
     TRITIUM_KEYWORD("as") TRITIUM_KEYWORD("assert") TRITIUM_KEYWORD("async") TRITIUM_KEYWORD("await")

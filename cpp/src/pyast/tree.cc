@@ -44,18 +44,6 @@ const char* kind_name(Kind kind) { return kKindNames[static_cast<std::size_t>(ki
 const char* role_name(Role role) { return kRoleNames[static_cast<std::size_t>(role)]; }
 bool is_statement(Kind kind) { return kind >= Kind::FunctionDef && kind <= Kind::Continue; }
 
-std::string_view Tree::text(NodeId id) const {
-  const auto t = nodes_[id].text;
-  if (t == UINT32_MAX) return {};
-  return std::string_view(chars_).substr(texts_[t].first, texts_[t].second);
-}
-
-NodeId Tree::child(NodeId id, Role role) const {
-  for (NodeId c = nodes_[id].first_child; c != kNoNode; c = nodes_[c].next_sibling)
-    if (nodes_[c].role == role) return c;
-  return kNoNode;
-}
-
 std::vector<NodeId> Tree::children(NodeId id, Role role) const {
   std::vector<NodeId> out;
   for (NodeId c = nodes_[id].first_child; c != kNoNode; c = nodes_[c].next_sibling)
@@ -70,11 +58,15 @@ std::vector<NodeId> Tree::children(NodeId id) const {
 }
 
 NodeId Tree::add(Kind kind, Span span, std::uint16_t op) {
-  Node n{};
+  // Fields are stored one by one into the new slot: copying a Node built on the stack made the
+  // compiler reload the span as one 16-byte word right after two 8-byte stores, a stall on every node.
+  Node& n = nodes_.emplace_back();
   n.kind = kind;
-  n.span = span;
   n.op = op;
-  nodes_.push_back(n);
+  n.span.line = span.line;
+  n.span.col = span.col;
+  n.span.end_line = span.end_line;
+  n.span.end_col = span.end_col;
   return static_cast<NodeId>(nodes_.size() - 1);
 }
 
