@@ -33,7 +33,14 @@ bool may_prefix_string(char c) {
       return false;
   }
 }
-bool is_ascii_ident_start(unsigned char c) { return c < 128 && kAsciiIdentifier[c] && !is_digit(static_cast<char>(c)); }
+// Bytes that start a name (or a prefixed string): ASCII letters, '_', and any non-ASCII byte
+// (name_or_string decodes and checks it).
+constexpr auto kNameStart = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c) t[c] = c >= 0x80 || (c < 128 && kAsciiIdentifier[c] && !(c >= '0' && c <= '9'));
+  return t;
+}();
+bool starts_name(char c) { return kNameStart[static_cast<unsigned char>(c)]; }
 
 // Decodes one UTF-8 code point at s[i]; returns its length (0 when malformed).
 int decode_utf8(std::string_view s, std::size_t i, char32_t& cp) {
@@ -81,6 +88,13 @@ class Lexer {
 
   Lexed run() {
     out_.tokens.reserve((end_ - pos_) / 4 + 16);
+    if (!brackets_mode_) {  // a module: room for usual nesting at once, rather than growing
+      brackets_.reserve(16);
+      indents_.reserve(16);
+      alt_indents_.reserve(16);
+    }
+    indents_.push_back(0);
+    alt_indents_.push_back(0);
     while (!out_.error) {
       if (at_bol_ && brackets_.empty() && !brackets_mode_) {
         indentation();
@@ -89,7 +103,9 @@ class Lexer {
       skip_blanks();
       if (pos_ >= end_) break;
       const char c = s_[pos_];
-      if (c == '#') {
+      if (starts_name(c)) {  // the commonest token first
+        name_or_string();
+      } else if (c == '#') {
         skip_comment();
       } else if (c == '\\') {
         continuation();
@@ -99,8 +115,6 @@ class Lexer {
         number();
       } else if (c == '\'' || c == '"') {
         string_at(pos_);
-      } else if (is_ascii_ident_start(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80) {
-        name_or_string();
       } else {
         op();
       }
@@ -328,8 +342,7 @@ class Lexer {
 
   // A number directly followed by a name is an error, except before the keywords CPython allows.
   void number_end(std::uint32_t begin) {
-    if (pos_ < end_ && (is_ascii_ident_start(static_cast<unsigned char>(s_[pos_])) ||
-                        static_cast<unsigned char>(s_[pos_]) >= 0x80)) {
+    if (pos_ < end_ && starts_name(s_[pos_])) {
       std::uint32_t e = pos_;
       while (e < end_ && (std::isalnum(static_cast<unsigned char>(s_[e])) || s_[e] == '_')) ++e;
       const std::string_view word = s_.substr(pos_, e - pos_);
@@ -365,9 +378,18 @@ class Lexer {
     }
   }
 
+  // A valid prefix is one or two letters: a string needs a quote right after them (a cheap test
+  // before read_prefix, since many names start with r, b, u or f).
+  bool quote_follows_prefix() const {
+    for (std::uint32_t k = pos_ + 1; k < end_ && k <= pos_ + 2; ++k)
+      if (s_[k] == '\'' || s_[k] == '"') return true;
+    return false;
+  }
+
   void name_or_string() {
     const std::uint32_t begin = pos_;
-    if (may_prefix_string(s_[pos_]) && read_prefix(s_.substr(0, end_), pos_).valid) return string_at(begin);
+    if (may_prefix_string(s_[pos_]) && quote_follows_prefix() && read_prefix(s_.substr(0, end_), pos_).valid)
+      return string_at(begin);
     while (pos_ < end_) {
       const auto c = static_cast<unsigned char>(s_[pos_]);
       if (c < 0x80) {
@@ -462,7 +484,7 @@ class Lexer {
   bool brackets_mode_;
   bool at_bol_ = true;
   std::vector<std::tuple<char, std::uint32_t, std::uint32_t>> brackets_;
-  std::vector<std::uint32_t> indents_{0}, alt_indents_{0};
+  std::vector<std::uint32_t> indents_, alt_indents_;  // from 0, pushed by run()
   Lexed out_;
 };
 

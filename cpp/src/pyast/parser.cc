@@ -266,7 +266,6 @@ class Parser {
   NodeId parameters(std::string_view end, bool annotations) {
     const NodeId args = start(Kind::arguments, tok());
     bool seen_default = false, seen_star = false, seen_slash = false, seen_kwargs = false, any = false;
-    std::vector<NodeId> positional;
     while (!is_op(end)) {
       if (seen_kwargs) fail("arguments cannot follow var-keyword argument");
       if (accept_op("/")) {
@@ -274,7 +273,9 @@ class Parser {
         if (seen_slash) fail("/ may appear only once");
         if (seen_star) fail("/ must be ahead of *");
         seen_slash = true;
-        for (NodeId p : positional) tree_.mutable_node(p).role = Role::posonly;
+        // Every parameter so far is positional-only (before '/', all are in the `args` role).
+        for (NodeId p = tree_.node(args).first_child; p != kNoNode; p = tree_.node(p).next_sibling)
+          if (tree_.node(p).role == Role::args) tree_.mutable_node(p).role = Role::posonly;
       } else if (is_op("*")) {
         const Token& star = next();
         if (seen_star) fail("* argument may appear only once");
@@ -297,7 +298,6 @@ class Parser {
           if (!seen_star && seen_default) fail_node("parameter without a default follows parameter with a default", p);
           add(args, p, seen_star ? Role::kwonly : Role::args);
         }
-        if (!seen_star) positional.push_back(p);
       }
       any = true;
       if (!accept_op(",")) break;
@@ -774,7 +774,9 @@ class Parser {
       }
     }
     if (is_op("=")) {
-      std::vector<NodeId> parts{first};
+      // One vector for every assignment (expressions hold no statements, so it is never in use twice).
+      std::vector<NodeId>& parts = assign_parts_;
+      parts.assign(1, first);
       while (accept_op("=")) parts.push_back(is_kw("yield") ? yield_expr() : star_expressions());
       const NodeId n = start_at(Kind::Assign, first);
       for (std::size_t k = 0; k + 1 < parts.size(); ++k) {
@@ -1415,24 +1417,25 @@ class Parser {
 
   // ---- strings ----
   NodeId strings() {
+    // The literals are the tokens [first_index, i_) once read (a String is never the last token).
+    const std::size_t first_index = i_;
     const Token& first = tok();
     bool any_f = false, any_bytes = false, any_str = false;
-    std::vector<Token> parts;
     while (at(Tok::String)) {
       const Token& t = next();
       const Prefix p = read_prefix(s_, t.begin);
       any_f = any_f || p.fstring;
       (p.bytes ? any_bytes : any_str) = true;
-      parts.push_back(t);
     }
     if (any_bytes && any_str) fail_at("cannot mix bytes and nonbytes literals", first);
     if (!any_f) {
       const NodeId c = start(Kind::Constant, first, static_cast<std::uint16_t>(any_bytes ? ConstKind::Bytes : ConstKind::Str));
-      tree_.set_text(c, s_.substr(first.begin, parts.back().end - first.begin));
+      tree_.set_text(c, s_.substr(first.begin, t_[i_ - 1].end - first.begin));
       return finish(c);
     }
     const NodeId j = start(Kind::JoinedStr, first);
-    for (const Token& t : parts) {
+    for (std::size_t k = first_index; k < i_; ++k) {
+      const Token& t = t_[k];
       const Prefix p = read_prefix(s_, t.begin);
       if (!p.fstring) continue;
       StringResult r = scan_string(s_, t.begin);
@@ -1493,6 +1496,7 @@ class Parser {
   std::size_t i_ = 0;
   std::pair<std::uint32_t, std::uint32_t> last_end_{1, 0};
   std::vector<bool> parens_;
+  std::vector<NodeId> assign_parts_;  // the targets and value of the assignment being parsed
 };
 
 // PEP 263: an encoding cookie on line 1, or on line 2 after a comment or blank line 1.

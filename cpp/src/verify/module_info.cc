@@ -61,9 +61,17 @@ ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
       });
     }
   }
+  // Most names are no alias: a one-word filter on the keys' length and first letter spares them
+  // the map lookup.
+  auto filter_bit = [](std::string_view name) {
+    const unsigned first = name.empty() ? 0 : static_cast<unsigned char>(name[0]);
+    return std::uint64_t{1} << ((name.size() * 31 + first) & 63);
+  };
+  std::uint64_t filter = 0;
+  for (const auto& entry : aliases) filter |= filter_bit(entry.first);
   std::vector<const std::string*> name_alias(t.size(), nullptr);
   for (NodeId n : all_nodes)
-    if (t.node(n).kind == Kind::Name) name_alias[n] = alias_of(n);
+    if (t.node(n).kind == Kind::Name && (filter & filter_bit(t.text(n)))) name_alias[n] = alias_of(n);
   name_alias_ = std::move(name_alias);
   for (NodeId s = t.node(root).first_child; s != kNoNode; s = t.node(s).next_sibling) {
     if (t.node(s).role != Role::body) continue;
@@ -135,8 +143,8 @@ std::string_view ModuleInfo::qualified_root(NodeId expr) const {
   const NodeId n = chain_root(expr);
   if (n == kNoNode) return {};
   const std::string* alias = alias_of(n);
-  const std::string_view path = alias ? std::string_view(*alias) : tree.text(n);
-  return path.substr(0, path.find('.'));
+  if (!alias) return tree.text(n);  // a name has no dots
+  return std::string_view(*alias).substr(0, alias->find('.'));
 }
 
 bool ModuleInfo::from_module(NodeId expr) const {

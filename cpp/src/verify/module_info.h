@@ -69,7 +69,8 @@ struct CallGraph {
 CallGraph call_graph(const ModuleInfo& info);
 
 /// Calls visit(n) for every node of a subtree, in pre-order, along the child/sibling links
-/// (no list is built: the rules walk many subtrees).
+/// (no list is built: the rules walk many subtrees). Not recursive: a long `a + b + ...` chain
+/// is a deep tree that the parser built in a loop.
 template <class Visit>
 void for_each_node(const Tree& tree, NodeId root, Visit&& visit) {
   // The stack holds where to resume after a subtree.

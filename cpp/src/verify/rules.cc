@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -17,6 +19,10 @@ using pyast::kNoNode;
 using pyast::NodeId;
 using pyast::Role;
 using verify::ModuleInfo;
+
+// The fixed word lists below: views of string literals, hashed, so that looking up a node's text
+// builds nothing and costs one hash (a tree of strings cost a string comparison per level).
+using WordSet = std::unordered_set<std::string_view>;
 
 bool path_under(std::string_view path, std::string_view prefix) {
   return path == prefix || (path.size() > prefix.size() && path.starts_with(prefix) && path[prefix.size()] == '.');
@@ -45,8 +51,8 @@ bool builds_layer(const ModuleInfo& info, NodeId call) {
 }
 
 // torch.* calls that allocate, reshape, query or convert: never compute.
-const verify::NameSet& torch_allowed() {
-  static const verify::NameSet s = {
+const WordSet& torch_allowed() {
+  static const WordSet s = {
       "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
       "arange", "tensor", "as_tensor", "device", "Size", "is_tensor", "broadcast_shapes", "promote_types",
       "result_type", "finfo", "iinfo", "get_default_dtype", "no_grad", "inference_mode", "enable_grad",
@@ -59,8 +65,8 @@ const verify::NameSet& torch_allowed() {
 }
 
 // Tensor methods that compute (x.relu(), a.matmul(b), ...): delegation when called on tensors.
-const verify::NameSet& compute_methods() {
-  static const verify::NameSet s = {
+const WordSet& compute_methods() {
+  static const WordSet s = {
       "matmul", "mm", "bmm", "mv", "dot", "einsum", "addmm", "addmm_", "baddbmm", "addbmm", "addmv", "addr", "relu",
       "relu_", "sigmoid", "sigmoid_", "tanh", "tanh_", "exp", "exp_", "exp2", "log", "log_", "log1p", "log2",
       "softmax", "log_softmax", "sum", "mean", "amax", "amin", "var", "std", "norm", "cumsum", "cumprod", "prod",
@@ -74,8 +80,8 @@ const verify::NameSet& compute_methods() {
   return s;
 }
 
-const verify::NameSet& forbidden_modules() {
-  static const verify::NameSet s = {
+const WordSet& forbidden_modules() {
+  static const WordSet s = {
       "os", "sys", "subprocess", "socket", "ctypes", "importlib", "inspect", "gc", "builtins", "pickle", "marshal",
       "shutil", "signal", "pathlib", "io", "tempfile", "urllib", "http", "requests", "time", "random", "weakref",
       "atexit", "resource", "cffi", "mmap", "code", "codeop", "runpy", "dill", "cloudpickle", "platform", "pty",
@@ -83,8 +89,8 @@ const verify::NameSet& forbidden_modules() {
   return s;
 }
 
-const verify::NameSet& concurrency_modules() {
-  static const verify::NameSet s = {"threading", "_thread", "multiprocessing", "concurrent", "asyncio"};
+const WordSet& concurrency_modules() {
+  static const WordSet s = {"threading", "_thread", "multiprocessing", "concurrent", "asyncio"};
   return s;
 }
 
@@ -321,12 +327,12 @@ class Rules {
   }
 
   void name_rules(NodeId n) {
-    const std::string_view view = t_.text(n);
-    if (view != "Model" && view != "get_inputs" && view != "get_init_inputs" && !view.starts_with("__")) {
+    const std::string_view name = t_.text(n);
+    const bool dunder = name.size() >= 2 && name[0] == '_' && name[1] == '_';  // starts_with("__"), inline
+    if (name != "Model" && name != "get_inputs" && name != "get_init_inputs" && !dunder) {
       path_rules(n);
       return;
     }
-    const std::string_view name = view;
     if (name == "Model" || name == "get_inputs" || name == "get_init_inputs") {
       if (!info_.classes.count(name) && !info_.functions.count(name) && !info_.module_variables.count(name))
         error("hack.reference", n, fmt::format("`{}` belongs to the reference; ModelNew must stand alone", name));
@@ -340,9 +346,9 @@ class Rules {
 
   void attribute_rules(NodeId n) {
     const std::string_view attr = t_.text(n);
-    static const verify::NameSet dunder = {"__dict__", "__class__", "__subclasses__", "__globals__", "__code__",
-                                           "__closure__", "__mro__", "__bases__", "__builtins__", "f_back",
-                                           "f_globals", "f_locals", "__getattribute__", "_getframe"};
+    static const WordSet dunder = {"__dict__", "__class__", "__subclasses__", "__globals__", "__code__",
+                                   "__closure__", "__mro__", "__bases__", "__builtins__", "f_back",
+                                   "f_globals", "f_locals", "__getattribute__", "_getframe"};
     if (dunder.count(attr)) error("hack.dynamic_code", n, fmt::format("`.{}` reaches interpreter internals", attr));
     if (attr == "_make_subclass") error("hack.tensor_subclass", n, "_make_subclass builds a tensor subclass");
     if (attr == "training" && in_graph_[n]) {
@@ -396,8 +402,8 @@ class Rules {
     }
     const std::string_view name = t_.text(callee);
     if (info_.functions.count(name) || info_.classes.count(name)) return;  // the module's own
-    static const verify::NameSet dynamic = {"exec", "eval", "compile", "__import__", "globals", "locals",
-                                          "vars", "breakpoint"};
+    static const WordSet dynamic = {"exec", "eval", "compile", "__import__", "globals", "locals",
+                                    "vars", "breakpoint"};
     if (dynamic.count(name)) error("hack.dynamic_code", n, fmt::format("`{}()` runs or inspects code dynamically", name));
     if (name == "open" || name == "input") error("hack.file_env", n, fmt::format("`{}()` reads files or input", name));
     if (name == "id" && in_graph_[n])
