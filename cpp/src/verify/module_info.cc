@@ -1,6 +1,5 @@
 #include "module_info.h"
 
-#include <deque>
 
 namespace tritium::verify {
 
@@ -21,6 +20,7 @@ ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
   all_nodes.reserve(t.size());
   for_each_node(t, root, [&](NodeId n) { all_nodes.push_back(n); });
   std::vector<NodeId> assignments;
+  assignments.reserve(64);
   // Imports anywhere (a function-level import binds the same names for our purposes).
   for (NodeId n : all_nodes) {
     const Kind k = t.node(n).kind;
@@ -31,10 +31,10 @@ ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
         const std::string_view name = t.text(a);
         const NodeId as = t.child(a, Role::asname);
         if (as != kNoNode) {
-          aliases.insert_or_assign(std::string(t.text(as)), std::string(name));
+          bind(t.text(as), std::string(name));
         } else {
           const std::string root_name(name.substr(0, name.find('.')));
-          aliases.insert_or_assign(root_name, root_name);
+          bind(root_name, root_name);
         }
       });
     } else if (k == Kind::ImportFrom) {
@@ -44,8 +44,7 @@ ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
         if (name == "*") return;
         const NodeId as = t.child(a, Role::asname);
         const std::string_view local = as != kNoNode ? t.text(as) : name;
-        aliases.insert_or_assign(std::string(local),
-                                 module.empty() ? std::string(name) : std::string(module) + "." + std::string(name));
+        bind(local, module.empty() ? std::string(name) : std::string(module) + "." + std::string(name));
       });
     }
   }
@@ -57,21 +56,13 @@ ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
       const auto q = qualify(value);
       if (!q) continue;
       for_each_child(t, n, Role::target, [&](NodeId target) {
-        if (t.node(target).kind == Kind::Name) aliases.insert_or_assign(std::string(t.text(target)), *q);
+        if (t.node(target).kind == Kind::Name) bind(t.text(target), *q);
       });
     }
   }
-  // Most names are no alias: a one-word filter on the keys' length and first letter spares them
-  // the map lookup.
-  auto filter_bit = [](std::string_view name) {
-    const unsigned first = name.empty() ? 0 : static_cast<unsigned char>(name[0]);
-    return std::uint64_t{1} << ((name.size() * 31 + first) & 63);
-  };
-  std::uint64_t filter = 0;
-  for (const auto& entry : aliases) filter |= filter_bit(entry.first);
   std::vector<const std::string*> name_alias(t.size(), nullptr);
-  for (NodeId n : all_nodes)
-    if (t.node(n).kind == Kind::Name && (filter & filter_bit(t.text(n)))) name_alias[n] = alias_of(n);
+  for (NodeId n = 0; n < t.size(); ++n)  // arena order: sequential reads, and order is irrelevant
+    if (t.node(n).kind == Kind::Name) name_alias[n] = alias_of(n);
   name_alias_ = std::move(name_alias);
   for (NodeId s = t.node(root).first_child; s != kNoNode; s = t.node(s).next_sibling) {
     if (t.node(s).role != Role::body) continue;
@@ -99,8 +90,8 @@ ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
     }
   }
   if (model_new != kNoNode) {
-    const auto m = methods(model_new);
-    if (auto it = m.find("forward"); it != m.end()) forward = it->second;
+    model_new_methods = methods(model_new);
+    if (auto it = model_new_methods.find("forward"); it != model_new_methods.end()) forward = it->second;
   }
 }
 
@@ -110,9 +101,17 @@ NodeId ModuleInfo::chain_root(NodeId expr) const {
   return n != kNoNode && tree.node(n).kind == Kind::Name ? n : kNoNode;
 }
 
+void ModuleInfo::bind(std::string_view local, std::string path) {
+  aliases.insert_or_assign(std::string(local), std::move(path));
+  alias_filter_ |= name_filter_bit(local);
+}
+
 const std::string* ModuleInfo::alias_of(NodeId name) const {
   if (!name_alias_.empty()) return name_alias_[name];
-  const auto it = aliases.find(tree.text(name));
+  // Most names are no alias: the filter spares them the map lookup.
+  const std::string_view text = tree.text(name);
+  if (!(alias_filter_ & name_filter_bit(text))) return nullptr;
+  const auto it = aliases.find(text);
   return it != aliases.end() ? &it->second : nullptr;
 }
 
@@ -165,26 +164,28 @@ CallGraph call_graph(const ModuleInfo& info) {
   CallGraph g;
   if (info.forward == kNoNode) return g;
   const Tree& t = info.tree;
-  const auto own_methods = info.methods(info.model_new);
+  const auto& own_methods = info.model_new_methods;
   // Every class's methods, once (a call site asks them all).
   std::vector<std::map<std::string_view, NodeId>> class_methods;
+  class_methods.reserve(info.classes.size());
   for (const auto& [name, cls] : info.classes) class_methods.push_back(info.methods(cls));
-  std::set<NodeId> seen;
-  std::deque<NodeId> queue{info.forward};
+  // Breadth-first: g.functions holds every function reached, in order, and is the queue too.
+  std::vector<bool> seen(t.size(), false);
   auto enqueue = [&](NodeId fn) {
-    if (fn != kNoNode && seen.insert(fn).second) queue.push_back(fn);
+    if (fn != kNoNode && !seen[fn]) {
+      seen[fn] = true;
+      g.functions.push_back(fn);
+    }
   };
-  seen.insert(info.forward);
+  enqueue(info.forward);
   auto is_kernel_ref = [&](NodeId e) {
     if (e == kNoNode) return false;
     // A kernel's name, or self.kernel / module.kernel aliases: the attribute names a module kernel.
     const Kind k = t.node(e).kind;
     return (k == Kind::Name || k == Kind::Attribute) && info.kernels.count(t.text(e)) > 0;
   };
-  while (!queue.empty()) {
-    const NodeId fn = queue.front();
-    queue.pop_front();
-    g.functions.push_back(fn);
+  for (std::size_t next = 0; next < g.functions.size(); ++next) {
+    const NodeId fn = g.functions[next];
     for_each_node(t, fn, [&](NodeId n) {
       if (t.node(n).kind != Kind::Call) return;
       const NodeId callee = t.child(n, Role::func);

@@ -2,6 +2,7 @@
 // aliases, and the call graph from ModelNew.forward.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -21,6 +22,13 @@ using pyast::Tree;
 using NodeByName = std::map<std::string, NodeId, std::less<>>;
 using NameSet = std::set<std::string, std::less<>>;
 
+/// One bit of a 64-bit filter for a name, from its length and first letter. OR-ing the bits of a
+/// set's names gives a filter that answers most misses (most names are in no set) with no lookup.
+inline std::uint64_t name_filter_bit(std::string_view name) {
+  const unsigned first = name.empty() ? 0 : static_cast<unsigned char>(name[0]);
+  return std::uint64_t{1} << ((name.size() * 31 + first) & 63);
+}
+
 struct ModuleInfo {
   const Tree& tree;
   // Local name -> qualified path ("F" -> "torch.nn.functional"). Its keys are exactly the names
@@ -33,6 +41,7 @@ struct ModuleInfo {
   std::vector<NodeId> all_nodes;  // the whole tree in pre-order
   NodeId model_new = pyast::kNoNode;
   NodeId forward = pyast::kNoNode;
+  std::map<std::string_view, NodeId> model_new_methods;  // methods(model_new), asked for often
 
   explicit ModuleInfo(const Tree& t);
   ModuleInfo(const ModuleInfo&) = delete;  // name_alias_ points into aliases
@@ -51,8 +60,11 @@ struct ModuleInfo {
  private:
   // The Name at the root of an attribute chain, or kNoNode.
   NodeId chain_root(NodeId expr) const;
+  // Binds a local name to a qualified path (aliases is only written here).
+  void bind(std::string_view local, std::string path);
   // The alias a Name node stands for, or null.
   const std::string* alias_of(NodeId name) const;
+  std::uint64_t alias_filter_ = 0;  // name_filter_bit of every alias
   // Each Name node's alias, filled once the aliases are final: the rules resolve every name,
   // several times, and a map lookup each time was a tenth of verification.
   std::vector<const std::string*> name_alias_;
@@ -68,16 +80,16 @@ struct CallGraph {
 
 CallGraph call_graph(const ModuleInfo& info);
 
-/// Calls visit(n) for every node of a subtree, in pre-order, along the child/sibling links
-/// (no list is built: the rules walk many subtrees). Not recursive: a long `a + b + ...` chain
-/// is a deep tree that the parser built in a loop.
-template <class Visit>
-void for_each_node(const Tree& tree, NodeId root, Visit&& visit) {
+/// The first node of a subtree, in pre-order, for which pred(n) holds, or kNoNode. It walks the
+/// child/sibling links (no list is built: the rules walk many subtrees), and is not recursive: a
+/// long `a + b + ...` chain is a deep tree that the parser built in a loop.
+template <class Pred>
+NodeId find_node(const Tree& tree, NodeId root, Pred&& pred) {
   // The stack holds where to resume after a subtree.
   std::vector<NodeId> resume;
   NodeId n = root;
   while (true) {
-    visit(n);
+    if (pred(n)) return n;
     const auto& node = tree.node(n);
     const NodeId next = n == root ? pyast::kNoNode : node.next_sibling;
     if (node.first_child != pyast::kNoNode) {
@@ -89,9 +101,18 @@ void for_each_node(const Tree& tree, NodeId root, Visit&& visit) {
       n = resume.back();
       resume.pop_back();
     } else {
-      break;
+      return pyast::kNoNode;
     }
   }
+}
+
+/// Calls visit(n) for every node of a subtree, in pre-order.
+template <class Visit>
+void for_each_node(const Tree& tree, NodeId root, Visit&& visit) {
+  find_node(tree, root, [&](NodeId n) {
+    visit(n);
+    return false;
+  });
 }
 
 /// Calls visit(c) for each child of `id` playing `role`, in order (Tree::children without the vector).

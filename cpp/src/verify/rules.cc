@@ -20,12 +20,28 @@ using pyast::NodeId;
 using pyast::Role;
 using verify::ModuleInfo;
 
-// The fixed word lists below: views of string literals, hashed, so that looking up a node's text
-// builds nothing and costs one hash (a tree of strings cost a string comparison per level).
-using WordSet = std::unordered_set<std::string_view>;
+// A fixed word list: views of string literals, hashed, so that looking up a node's text builds
+// nothing (a tree of strings cost a string comparison per level). Most lookups miss, and the
+// filter answers those before any hashing.
+class WordSet {
+ public:
+  WordSet(std::initializer_list<std::string_view> words) : words_(words) {
+    for (std::string_view w : words) filter_ |= verify::name_filter_bit(w);
+  }
+  bool contains(std::string_view word) const {
+    return (filter_ & verify::name_filter_bit(word)) && words_.count(word);
+  }
 
-bool path_under(std::string_view path, std::string_view prefix) {
-  return path == prefix || (path.size() > prefix.size() && path.starts_with(prefix) && path[prefix.size()] == '.');
+ private:
+  std::unordered_set<std::string_view> words_;
+  std::uint64_t filter_ = 0;
+};
+
+// `path` is `prefix` or under it. The cheap tests first: the prefix must end where the path does
+// or at a dot, which rules out most pairs before any comparison of text.
+inline bool path_under(std::string_view path, std::string_view prefix) {
+  if (path.size() < prefix.size() || (path.size() > prefix.size() && path[prefix.size()] != '.')) return false;
+  return path.substr(0, prefix.size()) == prefix;
 }
 
 // The op of a torch path, as rule ids name it: the path after `torch.` (and after
@@ -89,6 +105,12 @@ const WordSet& forbidden_modules() {
   return s;
 }
 
+// What the task's reference module defines: a candidate must not use it.
+const WordSet& reference_names() {
+  static const WordSet s = {"Model", "get_inputs", "get_init_inputs"};
+  return s;
+}
+
 const WordSet& concurrency_modules() {
   static const WordSet s = {"threading", "_thread", "multiprocessing", "concurrent", "asyncio"};
   return s;
@@ -114,7 +136,8 @@ class Rules {
         });
     for (NodeId fn : graph_.functions) verify::for_each_node(t_, fn, [&](NodeId n) { in_graph_[n] = true; });
     attribute_base_.assign(t_.size(), false);
-    for (NodeId n : info_.all_nodes)
+    // In arena order, not pre-order: the result is per node, and the arena is read sequentially.
+    for (NodeId n = 0; n < t_.size(); ++n)
       if (t_.node(n).kind == Kind::Attribute) attribute_base_[t_.child(n, Role::value)] = true;
     functionality();
     hacks();
@@ -144,16 +167,15 @@ class Rules {
       error("syntax.no_model_new", root, "no top-level `class ModelNew`; the harness builds ModelNew(*get_init_inputs())");
     for (const auto& [name, kernel] : info_.kernels) {
       if (t_.node(kernel).kind == Kind::Assign) continue;
-      // The body only: a `tl.constexpr` annotation does no work.
+      // The body only: a `tl.constexpr` annotation does no work. The search stops at the first use.
+      auto is_tl = [&](NodeId n) {
+        const Kind k = t_.node(n).kind;
+        return (k == Kind::Name || k == Kind::Attribute) && info_.qualified_root(n) == "triton" &&
+               path_under(q(n), "triton.language");
+      };
       bool uses_tl = false;
-      verify::for_each_child(t_, kernel, Role::body, [&](NodeId stmt) {
-        verify::for_each_node(t_, stmt, [&](NodeId n) {
-          const Kind k = t_.node(n).kind;
-          if (!uses_tl && (k == Kind::Name || k == Kind::Attribute) && info_.qualified_root(n) == "triton" &&
-              path_under(q(n), "triton.language"))
-            uses_tl = true;
-        });
-      });
+      for (NodeId stmt = t_.node(kernel).first_child; stmt != kNoNode && !uses_tl; stmt = t_.node(stmt).next_sibling)
+        uses_tl = t_.node(stmt).role == Role::body && verify::find_node(t_, stmt, is_tl) != kNoNode;
       if (!uses_tl) error("syntax.kernel_without_tl", kernel, fmt::format("kernel `{}` uses nothing from triton.language", name));
     }
   }
@@ -163,7 +185,7 @@ class Rules {
     if (graph_.launches.empty())
       error("func.kernel_not_launched", info_.forward,
             "no Triton kernel launch (kernel[grid](...)) is reachable from ModelNew.forward");
-    const auto own_methods = info_.methods(info_.model_new);
+    const auto& own_methods = info_.model_new_methods;
     for (NodeId n : info_.all_nodes) {
       if (!in_graph_[n]) continue;
       const auto& node = t_.node(n);
@@ -187,7 +209,7 @@ class Rules {
     if (from_module && info_.qualified_root(callee) == "torch") {
       const std::string path = q(callee);
       const std::string_view rest = path.size() > 6 ? std::string_view(path).substr(6) : "";
-      if (torch_allowed().count(rest)) return;
+      if (torch_allowed().contains(rest)) return;
       if (path_under(path, "torch.cuda") || path_under(path, "torch.testing") || path_under(path, "torch.backends") ||
           path_under(path, "torch.random") || path_under(path, "torch.initial_seed") || path_under(path, "torch.seed") ||
           path_under(path, "torch.manual_seed") || path_under(path, "torch.get_rng_state") ||
@@ -204,7 +226,7 @@ class Rules {
     // Tensor methods: x.relu(), a.matmul(b) on values that are not modules.
     if (kind == Kind::Attribute && !from_module) {
       const std::string_view attr = t_.text(callee);
-      if (compute_methods().count(attr)) {
+      if (compute_methods().contains(attr)) {
         const NodeId base = t_.child(callee, Role::value);
         const bool on_self = t_.node(base).kind == Kind::Name && t_.text(base) == "self";
         if (!on_self)
@@ -298,28 +320,30 @@ class Rules {
   }
 
   void import_rules(NodeId n) {
+    // The modules reached, all checked after the names imported (the first finding of a rule on
+    // a line is the one kept).
     std::vector<std::string> modules;
     if (t_.node(n).kind == Kind::Import) {
-      for (NodeId a : t_.children(n, Role::names)) modules.emplace_back(t_.text(a));
+      verify::for_each_child(t_, n, Role::names, [&](NodeId a) { modules.emplace_back(t_.text(a)); });
     } else {
-      const std::string base(t_.text(n));
+      const std::string_view base = t_.text(n);
       if (t_.node(n).op > 0) {
         error("hack.reference", n, "a relative import can reach the task or the harness");
         return;
       }
-      modules.push_back(base);
-      for (NodeId a : t_.children(n, Role::names)) {
-        const std::string name(t_.text(a));
-        if (name == "Model" || name == "get_inputs" || name == "get_init_inputs")
+      modules.emplace_back(base);
+      verify::for_each_child(t_, n, Role::names, [&](NodeId a) {
+        const std::string_view name = t_.text(a);
+        if (reference_names().contains(name))
           error("hack.reference", n, fmt::format("imports `{}` from the reference", name));
-        modules.push_back(base + "." + name);
-      }
+        modules.push_back(std::string(base).append(".").append(name));
+      });
     }
-    for (const auto& m : modules) {
+    for (const std::string& m : modules) {
       const std::string root = m.substr(0, m.find('.'));
-      if (concurrency_modules().count(root))
+      if (concurrency_modules().contains(root))
         error("hack.concurrency", n, fmt::format("`{}`: threads and processes can run work outside the timed call", root));
-      else if (forbidden_modules().count(root) || path_under(m, "numpy.random"))
+      else if (forbidden_modules().contains(root) || path_under(m, "numpy.random"))
         error("hack.forbidden_module:" + root, n, fmt::format("importing `{}` is not allowed in a candidate", root));
       if (root == "task" || root == "reference" || root == "harness" || root == "tritium")
         error("hack.reference", n, fmt::format("importing `{}` reaches the reference or the harness", root));
@@ -329,11 +353,12 @@ class Rules {
   void name_rules(NodeId n) {
     const std::string_view name = t_.text(n);
     const bool dunder = name.size() >= 2 && name[0] == '_' && name[1] == '_';  // starts_with("__"), inline
-    if (name != "Model" && name != "get_inputs" && name != "get_init_inputs" && !dunder) {
+    const bool reference = reference_names().contains(name);
+    if (!reference && !dunder) {
       path_rules(n);
       return;
     }
-    if (name == "Model" || name == "get_inputs" || name == "get_init_inputs") {
+    if (reference) {
       if (!info_.classes.count(name) && !info_.functions.count(name) && !info_.module_variables.count(name))
         error("hack.reference", n, fmt::format("`{}` belongs to the reference; ModelNew must stand alone", name));
       else
@@ -349,7 +374,7 @@ class Rules {
     static const WordSet dunder = {"__dict__", "__class__", "__subclasses__", "__globals__", "__code__",
                                    "__closure__", "__mro__", "__bases__", "__builtins__", "f_back",
                                    "f_globals", "f_locals", "__getattribute__", "_getframe"};
-    if (dunder.count(attr)) error("hack.dynamic_code", n, fmt::format("`.{}` reaches interpreter internals", attr));
+    if (dunder.contains(attr)) error("hack.dynamic_code", n, fmt::format("`.{}` reaches interpreter internals", attr));
     if (attr == "_make_subclass") error("hack.tensor_subclass", n, "_make_subclass builds a tensor subclass");
     if (attr == "training" && in_graph_[n]) {
       const NodeId base = t_.child(n, Role::value);
@@ -368,7 +393,8 @@ class Rules {
     // Every path below is under torch, numpy, os or sys: the root rules out the rest (Triton's
     // `tl.*` above all) without building the path.
     const std::string_view root = info_.qualified_root(n);
-    if (root != "torch" && root != "numpy" && root != "os" && root != "sys") return;
+    static const WordSet roots = {"torch", "numpy", "os", "sys"};
+    if (!roots.contains(root)) return;
     if (!info_.from_module(n)) return;
     const std::string path = q(n);
     if (path_under(path, "torch.cuda.Stream") || path_under(path, "torch.cuda.stream") ||
@@ -404,7 +430,7 @@ class Rules {
     if (info_.functions.count(name) || info_.classes.count(name)) return;  // the module's own
     static const WordSet dynamic = {"exec", "eval", "compile", "__import__", "globals", "locals",
                                     "vars", "breakpoint"};
-    if (dynamic.count(name)) error("hack.dynamic_code", n, fmt::format("`{}()` runs or inspects code dynamically", name));
+    if (dynamic.contains(name)) error("hack.dynamic_code", n, fmt::format("`{}()` runs or inspects code dynamically", name));
     if (name == "open" || name == "input") error("hack.file_env", n, fmt::format("`{}()` reads files or input", name));
     if (name == "id" && in_graph_[n])
       error("hack.output_cache", n, "id() in the forward path keys results on object identity");
