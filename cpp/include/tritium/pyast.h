@@ -100,7 +100,16 @@ class Tree {
     texts_.reserve(nodes / 2);
     chars_.reserve(chars);
   }
-  NodeId add(Kind kind, Span span, std::uint16_t op = 0);
+  // Inline, and field by field into the new slot: out of line, the span arrived in two registers,
+  // went through the stack and was reloaded as one 16-byte word, stalling every node on store
+  // forwarding.
+  NodeId add(Kind kind, Span span, std::uint16_t op = 0) {
+    Node& n = nodes_.emplace_back();
+    n.kind = kind;
+    n.op = op;
+    n.span = span;
+    return static_cast<NodeId>(nodes_.size() - 1);
+  }
   void set_text(NodeId id, std::string_view text);
   void append(NodeId parent, NodeId child, Role role);
   Node& mutable_node(NodeId id) { return nodes_[id]; }

@@ -57,19 +57,6 @@ std::vector<NodeId> Tree::children(NodeId id) const {
   return out;
 }
 
-NodeId Tree::add(Kind kind, Span span, std::uint16_t op) {
-  // Fields are stored one by one into the new slot: copying a Node built on the stack made the
-  // compiler reload the span as one 16-byte word right after two 8-byte stores, a stall on every node.
-  Node& n = nodes_.emplace_back();
-  n.kind = kind;
-  n.op = op;
-  n.span.line = span.line;
-  n.span.col = span.col;
-  n.span.end_line = span.end_line;
-  n.span.end_col = span.end_col;
-  return static_cast<NodeId>(nodes_.size() - 1);
-}
-
 void Tree::set_text(NodeId id, std::string_view text) {
   // `text` may view the arena itself (copying one node's text to another): no append needed.
   const char* base = chars_.data();

@@ -18,11 +18,11 @@ bool is_kernel_decorator(const ModuleInfo& info, NodeId d) {
 ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
   const NodeId root = t.root();
   all_nodes.reserve(t.size());
-  for_each_node(t, root, [&](NodeId n) { all_nodes.push_back(n); });
-  std::vector<NodeId> assignments;
   assignments.reserve(64);
-  // Imports anywhere (a function-level import binds the same names for our purposes).
-  for (NodeId n : all_nodes) {
+  // One walk lists the nodes and reads the imports, anywhere (a function-level import binds the
+  // same names for our purposes).
+  for_each_node(t, root, [&](NodeId n) {
+    all_nodes.push_back(n);
     const Kind k = t.node(n).kind;
     if (k == Kind::Assign) {
       assignments.push_back(n);
@@ -47,7 +47,7 @@ ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
         bind(local, module.empty() ? std::string(name) : std::string(module) + "." + std::string(name));
       });
     }
-  }
+  });
   // Aliases by assignment, anywhere: `F = torch.nn.functional`, `mm = T.matmul` (flow-insensitive).
   for (int pass = 0; pass < 3; ++pass) {
     for (NodeId n : assignments) {

@@ -38,7 +38,8 @@ struct ModuleInfo {
   NodeByName kernels;         // top-level Triton kernels
   NodeByName classes;         // top-level classes
   NameSet module_variables;   // names assigned at module level
-  std::vector<NodeId> all_nodes;  // the whole tree in pre-order
+  std::vector<NodeId> all_nodes;    // the whole tree in pre-order
+  std::vector<NodeId> assignments;  // every Assign, in pre-order
   NodeId model_new = pyast::kNoNode;
   NodeId forward = pyast::kNoNode;
   std::map<std::string_view, NodeId> model_new_methods;  // methods(model_new), asked for often

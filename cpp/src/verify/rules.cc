@@ -129,8 +129,8 @@ class Rules {
     }
     graph_ = verify::call_graph(info_);
     in_graph_.assign(t_.size(), false);
-    for (NodeId n : info_.all_nodes)
-      if (t_.node(n).kind == Kind::Assign && builds_layer(info_, t_.child(n, Role::value)))
+    for (NodeId n : info_.assignments)
+      if (builds_layer(info_, t_.child(n, Role::value)))
         verify::for_each_child(t_, n, Role::target, [&](NodeId target) {
           if (t_.node(target).kind == Kind::Name) layer_names_.emplace(t_.text(target));
         });
