@@ -77,10 +77,19 @@ class Tree {
   NodeId root() const { return nodes_.empty() ? kNoNode : 0; }
   const Node& node(NodeId id) const { return nodes_[id]; }
   std::size_t size() const { return nodes_.size(); }
+  // text() and child() are inline: the verifier's rules call them for nearly every node.
   /// The node's text (identifier, attribute name, module, literal source), or "".
-  std::string_view text(NodeId id) const;
+  std::string_view text(NodeId id) const {
+    const auto t = nodes_[id].text;
+    if (t == UINT32_MAX) return {};
+    return {chars_.data() + texts_[t].first, texts_[t].second};
+  }
   /// The first child playing `role`, or kNoNode.
-  NodeId child(NodeId id, Role role) const;
+  NodeId child(NodeId id, Role role) const {
+    for (NodeId c = nodes_[id].first_child; c != kNoNode; c = nodes_[c].next_sibling)
+      if (nodes_[c].role == role) return c;
+    return kNoNode;
+  }
   /// Every child playing `role`, in order.
   std::vector<NodeId> children(NodeId id, Role role) const;
   std::vector<NodeId> children(NodeId id) const;
@@ -91,7 +100,16 @@ class Tree {
     texts_.reserve(nodes / 2);
     chars_.reserve(chars);
   }
-  NodeId add(Kind kind, Span span, std::uint16_t op = 0);
+  // Inline, and field by field into the new slot: out of line, the span arrived in two registers,
+  // went through the stack and was reloaded as one 16-byte word, stalling every node on store
+  // forwarding.
+  NodeId add(Kind kind, Span span, std::uint16_t op = 0) {
+    Node& n = nodes_.emplace_back();
+    n.kind = kind;
+    n.op = op;
+    n.span = span;
+    return static_cast<NodeId>(nodes_.size() - 1);
+  }
   void set_text(NodeId id, std::string_view text);
   void append(NodeId parent, NodeId child, Role role);
   Node& mutable_node(NodeId id) { return nodes_[id]; }

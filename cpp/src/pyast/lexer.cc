@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstring>
 #include <cctype>
 #include <cstdio>
 #include <tuple>
@@ -14,9 +16,9 @@ namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-// ASCII identifier characters, as a table: the lexer's hottest loop.
+// ASCII identifier characters, as a table over all bytes (false from 0x80): the lexer's hottest loop.
 constexpr auto kAsciiIdentifier = [] {
-  std::array<bool, 128> t{};
+  std::array<bool, 256> t{};
   for (int c = 0; c < 128; ++c)
     t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
   return t;
@@ -31,7 +33,35 @@ bool may_prefix_string(char c) {
       return false;
   }
 }
-bool is_ascii_ident_start(unsigned char c) { return std::isalpha(c) || c == '_'; }
+// Bytes that start a name (or a prefixed string): ASCII letters, '_', and any non-ASCII byte
+// (name_or_string decodes and checks it).
+constexpr auto kNameStart = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c) t[c] = c >= 0x80 || (c < 128 && kAsciiIdentifier[c] && !(c >= '0' && c <= '9'));
+  return t;
+}();
+bool starts_name(char c) { return kNameStart[static_cast<unsigned char>(c)]; }
+
+// How many of the 8 bytes at p, from the first, are ASCII identifier bytes [0-9A-Za-z_]: all
+// bytes tested at once (SWAR), with no branch per byte to mispredict at the end of each name.
+unsigned ascii_name_bytes(const char* p) {
+  std::uint64_t x;
+  std::memcpy(&x, p, 8);
+  constexpr std::uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+  // For bytes below 0x80: the high bit set where lo <= byte <= hi (no carry crosses bytes).
+  auto in_range = [](std::uint64_t v, unsigned lo, unsigned hi) {
+    return (v + ones * (0x80 - lo)) & ~(v + ones * (0x7F - hi)) & high;
+  };
+  const std::uint64_t low7 = x & ~high;
+  const std::uint64_t folded = low7 | (ones * 0x20);  // A-Z onto a-z
+  const std::uint64_t ok =
+      (in_range(low7, '0', '9') | in_range(folded, 'a', 'z') | in_range(low7, '_', '_')) & ~x;  // & ~x: not ASCII
+  const std::uint64_t stop = ~ok & high;
+  if constexpr (std::endian::native == std::endian::little)
+    return stop ? static_cast<unsigned>(std::countr_zero(stop)) / 8 : 8;
+  else
+    return stop ? static_cast<unsigned>(std::countl_zero(stop)) / 8 : 8;
+}
 
 // Decodes one UTF-8 code point at s[i]; returns its length (0 when malformed).
 int decode_utf8(std::string_view s, std::size_t i, char32_t& cp) {
@@ -78,7 +108,14 @@ class Lexer {
         brackets_mode_(start.in_brackets) {}
 
   Lexed run() {
-    out_.tokens.reserve((end_ - pos_) / 4 + 16);
+    out_.tokens.reserve((end_ - pos_) / 3 + 16);  // typical code has a token per 3.5 bytes
+    if (!brackets_mode_) {  // a module: room for usual nesting at once, rather than growing
+      brackets_.reserve(16);
+      indents_.reserve(16);
+      alt_indents_.reserve(16);
+    }
+    indents_.push_back(0);
+    alt_indents_.push_back(0);
     while (!out_.error) {
       if (at_bol_ && brackets_.empty() && !brackets_mode_) {
         indentation();
@@ -87,7 +124,9 @@ class Lexer {
       skip_blanks();
       if (pos_ >= end_) break;
       const char c = s_[pos_];
-      if (c == '#') {
+      if (starts_name(c)) {  // the commonest token first
+        name_or_string();
+      } else if (c == '#') {
         skip_comment();
       } else if (c == '\\') {
         continuation();
@@ -97,8 +136,6 @@ class Lexer {
         number();
       } else if (c == '\'' || c == '"') {
         string_at(pos_);
-      } else if (is_ascii_ident_start(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80) {
-        name_or_string();
       } else {
         op();
       }
@@ -111,14 +148,34 @@ class Lexer {
   Span span_at(std::uint32_t begin) const { return {line_, begin - line_start_, line_, begin - line_start_}; }
 
   void emit(Tok kind, std::uint32_t begin, std::uint32_t end, Span span) {
-    Token t{kind, false, begin, end, span, 0};
+    // Written field by field into the vector's slot: a Token built on the stack and copied made
+    // the compiler reload it in wide words right after narrow stores (a store-forwarding stall).
+    Token& t = out_.tokens.emplace_back();
+    t.kind = kind;
+    t.begin = begin;
+    t.end = end;
+    t.span.line = span.line;
+    t.span.col = span.col;
+    t.span.end_line = span.end_line;
+    t.span.end_col = span.end_col;
     if (kind == Tok::Op || kind == Tok::Name) {
-      const std::string_view text = s_.substr(begin, end - begin);
-      t.code = pack(text);
-      t.keyword = kind == Tok::Name && t.code != kLongText && is_keyword(text);
+      t.code = pack_at(begin, end - begin);
+      t.keyword = kind == Tok::Name && t.code != kLongText && is_keyword_code(t.code);
     }
-    out_.tokens.push_back(t);
   }
+  // pack() of s_[begin, begin + n): one unaligned load where the source has 8 bytes there (the
+  // loop in pack() was a good part of the lexer's time).
+  std::uint64_t pack_at(std::uint32_t begin, std::uint32_t n) const {
+    if constexpr (std::endian::native == std::endian::little) {
+      if (n <= 8 && begin + 8 <= s_.size()) {
+        std::uint64_t word;
+        std::memcpy(&word, s_.data() + begin, 8);
+        return n == 8 ? word : word & ((std::uint64_t{1} << (8 * n)) - 1);
+      }
+    }
+    return pack(s_.substr(begin, n));
+  }
+
   // A token on one line from `begin` to pos_.
   void emit_here(Tok kind, std::uint32_t begin) {
     emit(kind, begin, pos_, {line_, begin - line_start_, line_, pos_ - line_start_});
@@ -306,8 +363,7 @@ class Lexer {
 
   // A number directly followed by a name is an error, except before the keywords CPython allows.
   void number_end(std::uint32_t begin) {
-    if (pos_ < end_ && (is_ascii_ident_start(static_cast<unsigned char>(s_[pos_])) ||
-                        static_cast<unsigned char>(s_[pos_]) >= 0x80)) {
+    if (pos_ < end_ && starts_name(s_[pos_])) {
       std::uint32_t e = pos_;
       while (e < end_ && (std::isalnum(static_cast<unsigned char>(s_[e])) || s_[e] == '_')) ++e;
       const std::string_view word = s_.substr(pos_, e - pos_);
@@ -343,9 +399,30 @@ class Lexer {
     }
   }
 
+  // Skips the ASCII identifier bytes at pos_ (the whole of nearly every name), eight at a time
+  // while the lexed range has eight more.
+  void skip_ascii_name() {
+    while (pos_ + 8 <= end_) {
+      const unsigned n = ascii_name_bytes(s_.data() + pos_);
+      pos_ += n;
+      if (n < 8) return;
+    }
+    while (pos_ < end_ && kAsciiIdentifier[static_cast<unsigned char>(s_[pos_])]) ++pos_;
+  }
+
+  // A valid prefix is one or two letters: a string needs a quote right after them (a cheap test
+  // before read_prefix, since many names start with r, b, u or f).
+  bool quote_follows_prefix() const {
+    for (std::uint32_t k = pos_ + 1; k < end_ && k <= pos_ + 2; ++k)
+      if (s_[k] == '\'' || s_[k] == '"') return true;
+    return false;
+  }
+
   void name_or_string() {
     const std::uint32_t begin = pos_;
-    if (may_prefix_string(s_[pos_]) && read_prefix(s_.substr(0, end_), pos_).valid) return string_at(begin);
+    if (may_prefix_string(s_[pos_]) && quote_follows_prefix() && read_prefix(s_.substr(0, end_), pos_).valid)
+      return string_at(begin);
+    skip_ascii_name();
     while (pos_ < end_) {
       const auto c = static_cast<unsigned char>(s_[pos_]);
       if (c < 0x80) {
@@ -405,23 +482,29 @@ class Lexer {
 
   void op() {
     const std::uint32_t begin = pos_;
-    if (const std::uint32_t n = operator_length()) {
-      const std::string_view o = s_.substr(pos_, n);
-      pos_ += n;
-      const char c = o[0];
-      if (o.size() == 1 && (c == '(' || c == '[' || c == '{')) {
-        brackets_.push_back({c, line_, begin - line_start_});
-      } else if (o.size() == 1 && (c == ')' || c == ']' || c == '}')) {
-        const char open = c == ')' ? '(' : c == ']' ? '[' : '{';
-        if (brackets_.empty()) return error(std::string("unmatched '") + c + "'", begin);
-        if (std::get<0>(brackets_.back()) != open)
-          return error(std::string("closing parenthesis '") + c + "' does not match opening parenthesis '" +
-                           std::get<0>(brackets_.back()) + "'",
-                       begin);
-        brackets_.pop_back();
-      }
-      return emit_here(Tok::Op, begin);
+    const std::uint32_t n = operator_length();
+    if (n == 0) return not_an_operator();
+    pos_ += n;
+    const char c = s_[begin];
+    if (n == 1 && (c == '(' || c == '[' || c == '{')) {
+      brackets_.push_back({c, line_, begin - line_start_});
+    } else if (n == 1 && (c == ')' || c == ']' || c == '}')) {
+      const char open = c == ')' ? '(' : c == ']' ? '[' : '{';
+      if (brackets_.empty() || std::get<0>(brackets_.back()) != open) return unmatched(c, begin);
+      brackets_.pop_back();
     }
+    emit_here(Tok::Op, begin);
+  }
+
+  // The error paths of op(), kept out of it: the hot path then needs no string temporaries.
+  [[gnu::noinline]] void unmatched(char c, std::uint32_t begin) {
+    if (brackets_.empty()) return error(std::string("unmatched '") + c + "'", begin);
+    error(std::string("closing parenthesis '") + c + "' does not match opening parenthesis '" +
+              std::get<0>(brackets_.back()) + "'",
+          begin);
+  }
+
+  [[gnu::noinline]] void not_an_operator() {
     const auto c = static_cast<unsigned char>(s_[pos_]);
     if (c == '!' || c == '$' || c == '?' || c == '`') return error("invalid syntax", pos_);
     char buf[64];
@@ -434,7 +517,7 @@ class Lexer {
   bool brackets_mode_;
   bool at_bol_ = true;
   std::vector<std::tuple<char, std::uint32_t, std::uint32_t>> brackets_;
-  std::vector<std::uint32_t> indents_{0}, alt_indents_{0};
+  std::vector<std::uint32_t> indents_, alt_indents_;  // from 0, pushed by run()
   Lexed out_;
 };
 
@@ -531,9 +614,9 @@ std::string normalize_identifier(std::string_view word) {
   return out;
 }
 
-bool is_keyword(std::string_view word) {
+bool is_keyword_code(std::uint64_t code) {
   // A switch over packed codes: the compiler turns it into a few comparisons.
-  switch (pack(word)) {
+  switch (code) {
 #define TRITIUM_KEYWORD(k) case pack(k):
     TRITIUM_KEYWORD("False") TRITIUM_KEYWORD("None") TRITIUM_KEYWORD("True") TRITIUM_KEYWORD("and")
     TRITIUM_KEYWORD("as") TRITIUM_KEYWORD("assert") TRITIUM_KEYWORD("async") TRITIUM_KEYWORD("await")

@@ -48,7 +48,8 @@ struct Lexed {
 
 Lexed tokenize(std::string_view source, const LexStart& start = {});
 
-bool is_keyword(std::string_view word);
+/// Whether a word is a hard keyword, by its pack() code.
+bool is_keyword_code(std::uint64_t code);
 
 /// CPython NFKC-normalises identifiers. This covers the compatibility forms that map to ASCII
 /// (fullwidth forms, mathematical alphanumerics, letterlike symbols, ligatures, long s); other

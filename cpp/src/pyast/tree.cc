@@ -44,18 +44,6 @@ const char* kind_name(Kind kind) { return kKindNames[static_cast<std::size_t>(ki
 const char* role_name(Role role) { return kRoleNames[static_cast<std::size_t>(role)]; }
 bool is_statement(Kind kind) { return kind >= Kind::FunctionDef && kind <= Kind::Continue; }
 
-std::string_view Tree::text(NodeId id) const {
-  const auto t = nodes_[id].text;
-  if (t == UINT32_MAX) return {};
-  return std::string_view(chars_).substr(texts_[t].first, texts_[t].second);
-}
-
-NodeId Tree::child(NodeId id, Role role) const {
-  for (NodeId c = nodes_[id].first_child; c != kNoNode; c = nodes_[c].next_sibling)
-    if (nodes_[c].role == role) return c;
-  return kNoNode;
-}
-
 std::vector<NodeId> Tree::children(NodeId id, Role role) const {
   std::vector<NodeId> out;
   for (NodeId c = nodes_[id].first_child; c != kNoNode; c = nodes_[c].next_sibling)
@@ -67,15 +55,6 @@ std::vector<NodeId> Tree::children(NodeId id) const {
   std::vector<NodeId> out;
   for (NodeId c = nodes_[id].first_child; c != kNoNode; c = nodes_[c].next_sibling) out.push_back(c);
   return out;
-}
-
-NodeId Tree::add(Kind kind, Span span, std::uint16_t op) {
-  Node n{};
-  n.kind = kind;
-  n.span = span;
-  n.op = op;
-  nodes_.push_back(n);
-  return static_cast<NodeId>(nodes_.size() - 1);
 }
 
 void Tree::set_text(NodeId id, std::string_view text) {

@@ -1,36 +1,11 @@
 #include "module_info.h"
 
-#include <deque>
 
 namespace tritium::verify {
 
 using pyast::Kind;
 using pyast::kNoNode;
 using pyast::Role;
-
-std::vector<NodeId> walk(const Tree& tree, NodeId root) {
-  // Pre-order along the child/sibling links; the stack holds where to resume after a subtree.
-  std::vector<NodeId> out, resume;
-  NodeId n = root;
-  while (true) {
-    out.push_back(n);
-    const auto& node = tree.node(n);
-    const NodeId next = n == root ? kNoNode : node.next_sibling;
-    if (node.first_child != kNoNode) {
-      if (next != kNoNode) resume.push_back(next);
-      n = node.first_child;
-    } else if (next != kNoNode) {
-      n = next;
-    } else if (!resume.empty()) {
-      n = resume.back();
-      resume.pop_back();
-    } else {
-      break;
-    }
-  }
-  return out;
-}
-
 
 bool is_kernel_decorator(const ModuleInfo& info, NodeId d) {
   const Tree& t = info.tree;
@@ -42,106 +17,146 @@ bool is_kernel_decorator(const ModuleInfo& info, NodeId d) {
 
 ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
   const NodeId root = t.root();
-  all_nodes = walk(t, root);
-  std::vector<NodeId> assignments;
-  // Imports anywhere (a function-level import binds the same names for our purposes).
-  for (NodeId n : all_nodes) {
-    if (t.node(n).kind == Kind::Assign) assignments.push_back(n);
+  all_nodes.reserve(t.size());
+  assignments.reserve(64);
+  // One walk lists the nodes and reads the imports, anywhere (a function-level import binds the
+  // same names for our purposes).
+  for_each_node(t, root, [&](NodeId n) {
+    all_nodes.push_back(n);
     const Kind k = t.node(n).kind;
-    if (k == Kind::Import) {
-      for (NodeId a : t.children(n, Role::names)) {
-        const std::string name(t.text(a));
+    if (k == Kind::Assign) {
+      assignments.push_back(n);
+    } else if (k == Kind::Import) {
+      for_each_child(t, n, Role::names, [&](NodeId a) {
+        const std::string_view name = t.text(a);
         const NodeId as = t.child(a, Role::asname);
         if (as != kNoNode) {
-          aliases[std::string(t.text(as))] = name;
-          imported_roots.insert(std::string(t.text(as)));
+          bind(t.text(as), std::string(name));
         } else {
-          const std::string root_name = name.substr(0, name.find('.'));
-          aliases[root_name] = root_name;
-          imported_roots.insert(root_name);
+          const std::string root_name(name.substr(0, name.find('.')));
+          bind(root_name, root_name);
         }
-      }
+      });
     } else if (k == Kind::ImportFrom) {
-      const std::string module(t.text(n));
-      for (NodeId a : t.children(n, Role::names)) {
-        const std::string name(t.text(a));
-        if (name == "*") continue;
+      const std::string_view module = t.text(n);
+      for_each_child(t, n, Role::names, [&](NodeId a) {
+        const std::string_view name = t.text(a);
+        if (name == "*") return;
         const NodeId as = t.child(a, Role::asname);
-        const std::string local = as != kNoNode ? std::string(t.text(as)) : name;
-        aliases[local] = module.empty() ? name : module + "." + name;
-        imported_roots.insert(local);
-      }
+        const std::string_view local = as != kNoNode ? t.text(as) : name;
+        bind(local, module.empty() ? std::string(name) : std::string(module) + "." + std::string(name));
+      });
     }
-  }
+  });
   // Aliases by assignment, anywhere: `F = torch.nn.functional`, `mm = T.matmul` (flow-insensitive).
   for (int pass = 0; pass < 3; ++pass) {
     for (NodeId n : assignments) {
       const NodeId value = t.child(n, Role::value);
+      if (!from_module(value)) continue;
       const auto q = qualify(value);
-      if (!q || !from_module(value)) continue;
-      for (NodeId target : t.children(n, Role::target))
-        if (t.node(target).kind == Kind::Name) {
-          aliases[std::string(t.text(target))] = *q;
-          imported_roots.insert(std::string(t.text(target)));
-        }
+      if (!q) continue;
+      for_each_child(t, n, Role::target, [&](NodeId target) {
+        if (t.node(target).kind == Kind::Name) bind(t.text(target), *q);
+      });
     }
   }
-  for (NodeId s : t.children(root, Role::body)) {
+  std::vector<const std::string*> name_alias(t.size(), nullptr);
+  for (NodeId n = 0; n < t.size(); ++n)  // arena order: sequential reads, and order is irrelevant
+    if (t.node(n).kind == Kind::Name) name_alias[n] = alias_of(n);
+  name_alias_ = std::move(name_alias);
+  for (NodeId s = t.node(root).first_child; s != kNoNode; s = t.node(s).next_sibling) {
+    if (t.node(s).role != Role::body) continue;
     const Kind k = t.node(s).kind;
-    const std::string name(t.text(s));
+    const std::string_view name = t.text(s);
     if (k == Kind::FunctionDef || k == Kind::AsyncFunctionDef) {
       bool kernel = false;
-      for (NodeId d : t.children(s, Role::decorator)) kernel = kernel || is_kernel_decorator(*this, d);
-      (kernel ? kernels : functions)[name] = s;
+      for_each_child(t, s, Role::decorator, [&](NodeId d) { kernel = kernel || is_kernel_decorator(*this, d); });
+      (kernel ? kernels : functions).insert_or_assign(std::string(name), s);
     } else if (k == Kind::ClassDef) {
-      classes[name] = s;
+      classes.insert_or_assign(std::string(name), s);
       if (name == "ModelNew") model_new = s;
     } else if (k == Kind::Assign || k == Kind::AnnAssign || k == Kind::AugAssign) {
-      for (NodeId target : t.children(s, Role::target))
-        for (NodeId x : walk(t, target))
-          if (t.node(x).kind == Kind::Name) module_variables.insert(std::string(t.text(x)));
+      for_each_child(t, s, Role::target, [&](NodeId target) {
+        for_each_node(t, target, [&](NodeId x) {
+          if (t.node(x).kind == Kind::Name) module_variables.emplace(t.text(x));
+        });
+      });
       // `kernel = triton.jit(fn)` makes a kernel too.
       const NodeId value = t.child(s, Role::value);
       if (value != kNoNode && t.node(value).kind == Kind::Call && is_kernel_decorator(*this, value))
-        for (NodeId target : t.children(s, Role::target))
-          if (t.node(target).kind == Kind::Name) kernels[std::string(t.text(target))] = s;
+        for_each_child(t, s, Role::target, [&](NodeId target) {
+          if (t.node(target).kind == Kind::Name) kernels.insert_or_assign(std::string(t.text(target)), s);
+        });
     }
   }
   if (model_new != kNoNode) {
-    const auto m = methods(model_new);
-    if (auto it = m.find("forward"); it != m.end()) forward = it->second;
+    model_new_methods = methods(model_new);
+    if (auto it = model_new_methods.find("forward"); it != model_new_methods.end()) forward = it->second;
   }
+}
+
+NodeId ModuleInfo::chain_root(NodeId expr) const {
+  NodeId n = expr;
+  while (n != kNoNode && tree.node(n).kind == Kind::Attribute) n = tree.child(n, Role::value);
+  return n != kNoNode && tree.node(n).kind == Kind::Name ? n : kNoNode;
+}
+
+void ModuleInfo::bind(std::string_view local, std::string path) {
+  aliases.insert_or_assign(std::string(local), std::move(path));
+  alias_filter_ |= name_filter_bit(local);
+}
+
+const std::string* ModuleInfo::alias_of(NodeId name) const {
+  if (!name_alias_.empty()) return name_alias_[name];
+  // Most names are no alias: the filter spares them the map lookup.
+  const std::string_view text = tree.text(name);
+  if (!(alias_filter_ & name_filter_bit(text))) return nullptr;
+  const auto it = aliases.find(text);
+  return it != aliases.end() ? &it->second : nullptr;
+}
+
+bool ModuleInfo::append_qualified(NodeId expr, std::string& out) const {
+  if (expr == kNoNode) return false;
+  const auto& n = tree.node(expr);
+  if (n.kind == Kind::Name) {
+    const std::string* alias = alias_of(expr);
+    out += alias ? std::string_view(*alias) : tree.text(expr);
+    return true;
+  }
+  if (n.kind == Kind::Attribute) {
+    if (!append_qualified(tree.child(expr, Role::value), out)) return false;
+    out += '.';
+    out += tree.text(expr);
+    return true;
+  }
+  return false;
 }
 
 std::optional<std::string> ModuleInfo::qualify(NodeId expr) const {
-  if (expr == kNoNode) return std::nullopt;
-  const auto& n = tree.node(expr);
-  if (n.kind == Kind::Name) {
-    const std::string name(tree.text(expr));
-    if (auto it = aliases.find(name); it != aliases.end()) return it->second;
-    return name;
-  }
-  if (n.kind == Kind::Attribute) {
-    auto base = qualify(tree.child(expr, Role::value));
-    if (!base) return std::nullopt;
-    return *base + "." + std::string(tree.text(expr));
-  }
-  return std::nullopt;
+  std::string out;
+  if (!append_qualified(expr, out)) return std::nullopt;
+  return out;
+}
+
+std::string_view ModuleInfo::qualified_root(NodeId expr) const {
+  const NodeId n = chain_root(expr);
+  if (n == kNoNode) return {};
+  const std::string* alias = alias_of(n);
+  if (!alias) return tree.text(n);  // a name has no dots
+  return std::string_view(*alias).substr(0, alias->find('.'));
 }
 
 bool ModuleInfo::from_module(NodeId expr) const {
-  NodeId n = expr;
-  while (n != kNoNode && tree.node(n).kind == Kind::Attribute) n = tree.child(n, Role::value);
-  if (n == kNoNode || tree.node(n).kind != Kind::Name) return false;
-  return imported_roots.find(tree.text(n)) != imported_roots.end();
+  const NodeId n = chain_root(expr);
+  return n != kNoNode && alias_of(n) != nullptr;
 }
 
-std::map<std::string, NodeId> ModuleInfo::methods(NodeId cls) const {
-  std::map<std::string, NodeId> out;
-  for (NodeId s : tree.children(cls, Role::body)) {
+std::map<std::string_view, NodeId> ModuleInfo::methods(NodeId cls) const {
+  std::map<std::string_view, NodeId> out;
+  for_each_child(tree, cls, Role::body, [&](NodeId s) {
     const Kind k = tree.node(s).kind;
-    if (k == Kind::FunctionDef || k == Kind::AsyncFunctionDef) out[std::string(tree.text(s))] = s;
-  }
+    if (k == Kind::FunctionDef || k == Kind::AsyncFunctionDef) out.insert_or_assign(tree.text(s), s);
+  });
   return out;
 }
 
@@ -149,44 +164,50 @@ CallGraph call_graph(const ModuleInfo& info) {
   CallGraph g;
   if (info.forward == kNoNode) return g;
   const Tree& t = info.tree;
-  const auto own_methods = info.methods(info.model_new);
-  std::set<NodeId> seen;
-  std::deque<NodeId> queue{info.forward};
+  const auto& own_methods = info.model_new_methods;
+  // Every class's methods, once (a call site asks them all).
+  std::vector<std::map<std::string_view, NodeId>> class_methods;
+  class_methods.reserve(info.classes.size());
+  for (const auto& [name, cls] : info.classes) class_methods.push_back(info.methods(cls));
+  // Breadth-first: g.functions holds every function reached, in order, and is the queue too.
+  std::vector<bool> seen(t.size(), false);
   auto enqueue = [&](NodeId fn) {
-    if (fn != kNoNode && seen.insert(fn).second) queue.push_back(fn);
+    if (fn != kNoNode && !seen[fn]) {
+      seen[fn] = true;
+      g.functions.push_back(fn);
+    }
   };
-  seen.insert(info.forward);
+  enqueue(info.forward);
   auto is_kernel_ref = [&](NodeId e) {
     if (e == kNoNode) return false;
-    if (t.node(e).kind == Kind::Name) return info.kernels.count(std::string(t.text(e))) > 0;
-    // self.kernel / module.kernel aliases: the attribute names a module kernel.
-    if (t.node(e).kind == Kind::Attribute) return info.kernels.count(std::string(t.text(e))) > 0;
-    return false;
+    // A kernel's name, or self.kernel / module.kernel aliases: the attribute names a module kernel.
+    const Kind k = t.node(e).kind;
+    return (k == Kind::Name || k == Kind::Attribute) && info.kernels.count(t.text(e)) > 0;
   };
-  while (!queue.empty()) {
-    const NodeId fn = queue.front();
-    queue.pop_front();
-    g.functions.push_back(fn);
-    for (NodeId n : walk(t, fn)) {
-      if (t.node(n).kind != Kind::Call) continue;
+  for (std::size_t next = 0; next < g.functions.size(); ++next) {
+    const NodeId fn = g.functions[next];
+    for_each_node(t, fn, [&](NodeId n) {
+      if (t.node(n).kind != Kind::Call) return;
       const NodeId callee = t.child(n, Role::func);
       const auto& c = t.node(callee);
       if (c.kind == Kind::Subscript && is_kernel_ref(t.child(callee, Role::value))) {
         g.launches.push_back(n);
-        continue;
+        return;
       }
       if (c.kind == Kind::Attribute && t.text(callee) == "run" && is_kernel_ref(t.child(callee, Role::value))) {
         g.launches.push_back(n);
-        continue;
+        return;
       }
       if (c.kind == Kind::Name) {
-        const std::string name(t.text(callee));
+        const std::string_view name = t.text(callee);
         if (auto it = info.functions.find(name); it != info.functions.end()) enqueue(it->second);
-        if (auto it = info.classes.find(name); it != info.classes.end())
-          for (const auto& [m, node] : info.methods(it->second))
-            if (m == "__init__" || m == "__call__") enqueue(node);
+        if (auto it = info.classes.find(name); it != info.classes.end()) {
+          const auto& methods = class_methods[std::distance(info.classes.begin(), it)];
+          for (const char* m : {"__call__", "__init__"})
+            if (auto mit = methods.find(m); mit != methods.end()) enqueue(mit->second);
+        }
       } else if (c.kind == Kind::Attribute) {
-        const std::string attr(t.text(callee));
+        const std::string_view attr = t.text(callee);
         const NodeId base = t.child(callee, Role::value);
         const bool on_self = t.node(base).kind == Kind::Name && t.text(base) == "self";
         if (on_self) {
@@ -194,12 +215,11 @@ CallGraph call_graph(const ModuleInfo& info) {
         }
         if (!info.from_module(callee)) {
           // obj.method(...): any module class's method of that name may run.
-          for (const auto& [name, cls] : info.classes)
-            for (const auto& [m, node] : info.methods(cls))
-              if (m == attr) enqueue(node);
+          for (const auto& methods : class_methods)
+            if (auto it = methods.find(attr); it != methods.end()) enqueue(it->second);
         }
       }
-    }
+    });
   }
   return g;
 }

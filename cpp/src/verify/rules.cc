@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -18,8 +20,28 @@ using pyast::NodeId;
 using pyast::Role;
 using verify::ModuleInfo;
 
-bool path_under(const std::string& path, std::string_view prefix) {
-  return path == prefix || (path.size() > prefix.size() && path.starts_with(prefix) && path[prefix.size()] == '.');
+// A fixed word list: views of string literals, hashed, so that looking up a node's text builds
+// nothing (a tree of strings cost a string comparison per level). Most lookups miss, and the
+// filter answers those before any hashing.
+class WordSet {
+ public:
+  WordSet(std::initializer_list<std::string_view> words) : words_(words) {
+    for (std::string_view w : words) filter_ |= verify::name_filter_bit(w);
+  }
+  bool contains(std::string_view word) const {
+    return (filter_ & verify::name_filter_bit(word)) && words_.count(word);
+  }
+
+ private:
+  std::unordered_set<std::string_view> words_;
+  std::uint64_t filter_ = 0;
+};
+
+// `path` is `prefix` or under it. The cheap tests first: the prefix must end where the path does
+// or at a dot, which rules out most pairs before any comparison of text.
+inline bool path_under(std::string_view path, std::string_view prefix) {
+  if (path.size() < prefix.size() || (path.size() > prefix.size() && path[prefix.size()] != '.')) return false;
+  return path.substr(0, prefix.size()) == prefix;
 }
 
 // The op of a torch path, as rule ids name it: the path after `torch.` (and after
@@ -35,15 +57,18 @@ std::string op_name(const std::string& path) {
 // A call that builds an nn layer: torch.nn.Linear(...), but not Parameter or init helpers.
 bool builds_layer(const ModuleInfo& info, NodeId call) {
   if (call == kNoNode || info.tree.node(call).kind != Kind::Call) return false;
-  const auto q = info.qualify(info.tree.child(call, Role::func));
-  if (!q || !info.from_module(info.tree.child(call, Role::func)) || !path_under(*q, "torch.nn")) return false;
+  const NodeId func = info.tree.child(call, Role::func);
+  // The root first: most calls are not torch's, and it costs no string.
+  if (info.qualified_root(func) != "torch" || !info.from_module(func)) return false;
+  const auto q = info.qualify(func);
+  if (!q || !path_under(*q, "torch.nn")) return false;
   return !path_under(*q, "torch.nn.functional") && !path_under(*q, "torch.nn.Parameter") &&
          !path_under(*q, "torch.nn.init") && !path_under(*q, "torch.nn.Module");
 }
 
 // torch.* calls that allocate, reshape, query or convert: never compute.
-const std::set<std::string>& torch_allowed() {
-  static const std::set<std::string> s = {
+const WordSet& torch_allowed() {
+  static const WordSet s = {
       "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
       "arange", "tensor", "as_tensor", "device", "Size", "is_tensor", "broadcast_shapes", "promote_types",
       "result_type", "finfo", "iinfo", "get_default_dtype", "no_grad", "inference_mode", "enable_grad",
@@ -56,8 +81,8 @@ const std::set<std::string>& torch_allowed() {
 }
 
 // Tensor methods that compute (x.relu(), a.matmul(b), ...): delegation when called on tensors.
-const std::set<std::string>& compute_methods() {
-  static const std::set<std::string> s = {
+const WordSet& compute_methods() {
+  static const WordSet s = {
       "matmul", "mm", "bmm", "mv", "dot", "einsum", "addmm", "addmm_", "baddbmm", "addbmm", "addmv", "addr", "relu",
       "relu_", "sigmoid", "sigmoid_", "tanh", "tanh_", "exp", "exp_", "exp2", "log", "log_", "log1p", "log2",
       "softmax", "log_softmax", "sum", "mean", "amax", "amin", "var", "std", "norm", "cumsum", "cumprod", "prod",
@@ -71,8 +96,8 @@ const std::set<std::string>& compute_methods() {
   return s;
 }
 
-const std::set<std::string>& forbidden_modules() {
-  static const std::set<std::string> s = {
+const WordSet& forbidden_modules() {
+  static const WordSet s = {
       "os", "sys", "subprocess", "socket", "ctypes", "importlib", "inspect", "gc", "builtins", "pickle", "marshal",
       "shutil", "signal", "pathlib", "io", "tempfile", "urllib", "http", "requests", "time", "random", "weakref",
       "atexit", "resource", "cffi", "mmap", "code", "codeop", "runpy", "dill", "cloudpickle", "platform", "pty",
@@ -80,8 +105,14 @@ const std::set<std::string>& forbidden_modules() {
   return s;
 }
 
-const std::set<std::string>& concurrency_modules() {
-  static const std::set<std::string> s = {"threading", "_thread", "multiprocessing", "concurrent", "asyncio"};
+// What the task's reference module defines: a candidate must not use it.
+const WordSet& reference_names() {
+  static const WordSet s = {"Model", "get_inputs", "get_init_inputs"};
+  return s;
+}
+
+const WordSet& concurrency_modules() {
+  static const WordSet s = {"threading", "_thread", "multiprocessing", "concurrent", "asyncio"};
   return s;
 }
 
@@ -98,14 +129,15 @@ class Rules {
     }
     graph_ = verify::call_graph(info_);
     in_graph_.assign(t_.size(), false);
-    for (NodeId n : info_.all_nodes)
-      if (t_.node(n).kind == Kind::Assign && builds_layer(info_, t_.child(n, Role::value)))
-        for (NodeId target : t_.children(n, Role::target))
-          if (t_.node(target).kind == Kind::Name) layer_names_.insert(std::string(t_.text(target)));
-    for (NodeId fn : graph_.functions)
-      for (NodeId n : verify::walk(t_, fn)) in_graph_[n] = true;
+    for (NodeId n : info_.assignments)
+      if (builds_layer(info_, t_.child(n, Role::value)))
+        verify::for_each_child(t_, n, Role::target, [&](NodeId target) {
+          if (t_.node(target).kind == Kind::Name) layer_names_.emplace(t_.text(target));
+        });
+    for (NodeId fn : graph_.functions) verify::for_each_node(t_, fn, [&](NodeId n) { in_graph_[n] = true; });
     attribute_base_.assign(t_.size(), false);
-    for (NodeId n : info_.all_nodes)
+    // In arena order, not pre-order: the result is per node, and the arena is read sequentially.
+    for (NodeId n = 0; n < t_.size(); ++n)
       if (t_.node(n).kind == Kind::Attribute) attribute_base_[t_.child(n, Role::value)] = true;
     functionality();
     hacks();
@@ -135,13 +167,15 @@ class Rules {
       error("syntax.no_model_new", root, "no top-level `class ModelNew`; the harness builds ModelNew(*get_init_inputs())");
     for (const auto& [name, kernel] : info_.kernels) {
       if (t_.node(kernel).kind == Kind::Assign) continue;
-      // The body only: a `tl.constexpr` annotation does no work.
+      // The body only: a `tl.constexpr` annotation does no work. The search stops at the first use.
+      auto is_tl = [&](NodeId n) {
+        const Kind k = t_.node(n).kind;
+        return (k == Kind::Name || k == Kind::Attribute) && info_.qualified_root(n) == "triton" &&
+               path_under(q(n), "triton.language");
+      };
       bool uses_tl = false;
-      for (NodeId stmt : t_.children(kernel, Role::body))
-        for (NodeId n : verify::walk(t_, stmt)) {
-          const Kind k = t_.node(n).kind;
-          if ((k == Kind::Name || k == Kind::Attribute) && path_under(q(n), "triton.language")) uses_tl = true;
-        }
+      for (NodeId stmt = t_.node(kernel).first_child; stmt != kNoNode && !uses_tl; stmt = t_.node(stmt).next_sibling)
+        uses_tl = t_.node(stmt).role == Role::body && verify::find_node(t_, stmt, is_tl) != kNoNode;
       if (!uses_tl) error("syntax.kernel_without_tl", kernel, fmt::format("kernel `{}` uses nothing from triton.language", name));
     }
   }
@@ -151,7 +185,7 @@ class Rules {
     if (graph_.launches.empty())
       error("func.kernel_not_launched", info_.forward,
             "no Triton kernel launch (kernel[grid](...)) is reachable from ModelNew.forward");
-    const auto own_methods = info_.methods(info_.model_new);
+    const auto& own_methods = info_.model_new_methods;
     for (NodeId n : info_.all_nodes) {
       if (!in_graph_[n]) continue;
       const auto& node = t_.node(n);
@@ -170,10 +204,12 @@ class Rules {
   void torch_call(NodeId call, NodeId callee) {
     const auto kind = t_.node(callee).kind;
     if (kind != Kind::Name && kind != Kind::Attribute) return;
-    const std::string path = q(callee);
-    if (info_.from_module(callee) && path_under(path, "torch")) {
-      const std::string rest = path.size() > 6 ? path.substr(6) : "";
-      if (torch_allowed().count(rest)) return;
+    const bool from_module = info_.from_module(callee);
+    // Only a path rooted at torch can be torch's (the root costs no string).
+    if (from_module && info_.qualified_root(callee) == "torch") {
+      const std::string path = q(callee);
+      const std::string_view rest = path.size() > 6 ? std::string_view(path).substr(6) : "";
+      if (torch_allowed().contains(rest)) return;
       if (path_under(path, "torch.cuda") || path_under(path, "torch.testing") || path_under(path, "torch.backends") ||
           path_under(path, "torch.random") || path_under(path, "torch.initial_seed") || path_under(path, "torch.seed") ||
           path_under(path, "torch.manual_seed") || path_under(path, "torch.get_rng_state") ||
@@ -188,21 +224,21 @@ class Rules {
       return;
     }
     // Tensor methods: x.relu(), a.matmul(b) on values that are not modules.
-    if (kind == Kind::Attribute && !info_.from_module(callee)) {
-      const std::string attr(t_.text(callee));
-      if (compute_methods().count(attr)) {
+    if (kind == Kind::Attribute && !from_module) {
+      const std::string_view attr = t_.text(callee);
+      if (compute_methods().contains(attr)) {
         const NodeId base = t_.child(callee, Role::value);
         const bool on_self = t_.node(base).kind == Kind::Name && t_.text(base) == "self";
         if (!on_self)
-          error("func.torch_compute:" + attr, call,
+          error("func.torch_compute:" + std::string(attr), call,
                 fmt::format("tensor method `.{}()` computes in PyTorch; do it in a Triton kernel", attr));
       }
     }
   }
 
-  void module_call(NodeId call, NodeId callee, const std::map<std::string, NodeId>& own_methods) {
+  void module_call(NodeId call, NodeId callee, const std::map<std::string_view, NodeId>& own_methods) {
     // nn.AvgPool2d(...)(x), or a name bound to a layer and called.
-    const bool layer_name = t_.node(callee).kind == Kind::Name && layer_names_.count(std::string(t_.text(callee)));
+    const bool layer_name = t_.node(callee).kind == Kind::Name && layer_names_.count(t_.text(callee));
     if (builds_layer(info_, callee) || layer_name) {
       error("func.module_call", call, "calling an nn layer runs it in PyTorch; compute with Triton kernels");
       return;
@@ -210,9 +246,9 @@ class Rules {
     if (t_.node(callee).kind != Kind::Attribute) return;
     // self.layer(x) or self.layer.forward(x), where layer is not one of ModelNew's methods.
     NodeId base = t_.child(callee, Role::value);
-    std::string attr(t_.text(callee));
+    std::string_view attr = t_.text(callee);
     if (attr == "forward" && t_.node(base).kind == Kind::Attribute) {
-      attr = std::string(t_.text(base));
+      attr = t_.text(base);
       base = t_.child(base, Role::value);
     }
     if (t_.node(base).kind != Kind::Name || t_.text(base) != "self") return;
@@ -243,9 +279,10 @@ class Rules {
           call_rules(n);
           break;
         case Kind::ClassDef:
-          for (NodeId b : t_.children(n, Role::base))
-            if (path_under(q(b), "torch.Tensor") || path_under(q(b), "torch._C"))
+          verify::for_each_child(t_, n, Role::base, [&](NodeId b) {
+            if (info_.qualified_root(b) == "torch" && (path_under(q(b), "torch.Tensor") || path_under(q(b), "torch._C")))
               error("hack.tensor_subclass", n, "a torch.Tensor subclass can defer or fake the work");
+          });
           break;
         case Kind::FunctionDef:
         case Kind::AsyncFunctionDef:
@@ -256,7 +293,7 @@ class Rules {
         case Kind::AugAssign:
         case Kind::AnnAssign:
         case Kind::Delete:
-          for (NodeId target : t_.children(n, Role::target)) assignment_rules(n, target);
+          verify::for_each_child(t_, n, Role::target, [&](NodeId target) { assignment_rules(n, target); });
           break;
         case Kind::Try:
         case Kind::TryStar:
@@ -265,12 +302,12 @@ class Rules {
           break;
         case Kind::With:
         case Kind::AsyncWith:
-          for (NodeId item : t_.children(n, Role::item)) {
+          verify::for_each_child(t_, n, Role::item, [&](NodeId item) {
             const NodeId ctx = t_.child(item, Role::context);
             if (in_graph_[n] && t_.node(ctx).kind == Kind::Call &&
                 path_under(q(t_.child(ctx, Role::func)), "contextlib.suppress"))
               error("hack.try_fallback", n, "contextlib.suppress in the forward path swallows failures");
-          }
+          });
           break;
         case Kind::Global:
           if (in_graph_[n])
@@ -283,28 +320,30 @@ class Rules {
   }
 
   void import_rules(NodeId n) {
+    // The modules reached, all checked after the names imported (the first finding of a rule on
+    // a line is the one kept).
     std::vector<std::string> modules;
     if (t_.node(n).kind == Kind::Import) {
-      for (NodeId a : t_.children(n, Role::names)) modules.emplace_back(t_.text(a));
+      verify::for_each_child(t_, n, Role::names, [&](NodeId a) { modules.emplace_back(t_.text(a)); });
     } else {
-      const std::string base(t_.text(n));
+      const std::string_view base = t_.text(n);
       if (t_.node(n).op > 0) {
         error("hack.reference", n, "a relative import can reach the task or the harness");
         return;
       }
-      modules.push_back(base);
-      for (NodeId a : t_.children(n, Role::names)) {
-        const std::string name(t_.text(a));
-        if (name == "Model" || name == "get_inputs" || name == "get_init_inputs")
+      modules.emplace_back(base);
+      verify::for_each_child(t_, n, Role::names, [&](NodeId a) {
+        const std::string_view name = t_.text(a);
+        if (reference_names().contains(name))
           error("hack.reference", n, fmt::format("imports `{}` from the reference", name));
-        modules.push_back(base + "." + name);
-      }
+        modules.push_back(std::string(base).append(".").append(name));
+      });
     }
-    for (const auto& m : modules) {
+    for (const std::string& m : modules) {
       const std::string root = m.substr(0, m.find('.'));
-      if (concurrency_modules().count(root))
+      if (concurrency_modules().contains(root))
         error("hack.concurrency", n, fmt::format("`{}`: threads and processes can run work outside the timed call", root));
-      else if (forbidden_modules().count(root) || path_under(m, "numpy.random"))
+      else if (forbidden_modules().contains(root) || path_under(m, "numpy.random"))
         error("hack.forbidden_module:" + root, n, fmt::format("importing `{}` is not allowed in a candidate", root));
       if (root == "task" || root == "reference" || root == "harness" || root == "tritium")
         error("hack.reference", n, fmt::format("importing `{}` reaches the reference or the harness", root));
@@ -312,13 +351,14 @@ class Rules {
   }
 
   void name_rules(NodeId n) {
-    const std::string_view view = t_.text(n);
-    if (view != "Model" && view != "get_inputs" && view != "get_init_inputs" && !view.starts_with("__")) {
+    const std::string_view name = t_.text(n);
+    const bool dunder = name.size() >= 2 && name[0] == '_' && name[1] == '_';  // starts_with("__"), inline
+    const bool reference = reference_names().contains(name);
+    if (!reference && !dunder) {
       path_rules(n);
       return;
     }
-    const std::string name(view);
-    if (name == "Model" || name == "get_inputs" || name == "get_init_inputs") {
+    if (reference) {
       if (!info_.classes.count(name) && !info_.functions.count(name) && !info_.module_variables.count(name))
         error("hack.reference", n, fmt::format("`{}` belongs to the reference; ModelNew must stand alone", name));
       else
@@ -330,11 +370,11 @@ class Rules {
   }
 
   void attribute_rules(NodeId n) {
-    const std::string attr(t_.text(n));
-    static const std::set<std::string> dunder = {"__dict__", "__class__", "__subclasses__", "__globals__", "__code__",
-                                                 "__closure__", "__mro__", "__bases__", "__builtins__", "f_back",
-                                                 "f_globals", "f_locals", "__getattribute__", "_getframe"};
-    if (dunder.count(attr)) error("hack.dynamic_code", n, fmt::format("`.{}` reaches interpreter internals", attr));
+    const std::string_view attr = t_.text(n);
+    static const WordSet dunder = {"__dict__", "__class__", "__subclasses__", "__globals__", "__code__",
+                                   "__closure__", "__mro__", "__bases__", "__builtins__", "f_back",
+                                   "f_globals", "f_locals", "__getattribute__", "_getframe"};
+    if (dunder.contains(attr)) error("hack.dynamic_code", n, fmt::format("`.{}` reaches interpreter internals", attr));
     if (attr == "_make_subclass") error("hack.tensor_subclass", n, "_make_subclass builds a tensor subclass");
     if (attr == "training" && in_graph_[n]) {
       const NodeId base = t_.child(n, Role::value);
@@ -349,7 +389,13 @@ class Rules {
   void path_rules(NodeId n) {
     // Only the outermost name of a chain: `torch.cuda` inside `torch.cuda.Stream` adds nothing,
     // since every rule matches a path and everything under it.
-    if (attribute_base_[n] || !info_.from_module(n)) return;
+    if (attribute_base_[n]) return;
+    // Every path below is under torch, numpy, os or sys: the root rules out the rest (Triton's
+    // `tl.*` above all) without building the path.
+    const std::string_view root = info_.qualified_root(n);
+    static const WordSet roots = {"torch", "numpy", "os", "sys"};
+    if (!roots.contains(root)) return;
+    if (!info_.from_module(n)) return;
     const std::string path = q(n);
     if (path_under(path, "torch.cuda.Stream") || path_under(path, "torch.cuda.stream") ||
         path_under(path, "torch.cuda.set_stream") || path_under(path, "torch.cuda.Event") ||
@@ -380,16 +426,16 @@ class Rules {
       if (t_.node(callee).kind == Kind::Attribute) data_ptr_key(n, callee);
       return;
     }
-    const std::string name(t_.text(callee));
+    const std::string_view name = t_.text(callee);
     if (info_.functions.count(name) || info_.classes.count(name)) return;  // the module's own
-    static const std::set<std::string> dynamic = {"exec", "eval", "compile", "__import__", "globals", "locals",
-                                                  "vars", "breakpoint"};
-    if (dynamic.count(name)) error("hack.dynamic_code", n, fmt::format("`{}()` runs or inspects code dynamically", name));
+    static const WordSet dynamic = {"exec", "eval", "compile", "__import__", "globals", "locals",
+                                    "vars", "breakpoint"};
+    if (dynamic.contains(name)) error("hack.dynamic_code", n, fmt::format("`{}()` runs or inspects code dynamically", name));
     if (name == "open" || name == "input") error("hack.file_env", n, fmt::format("`{}()` reads files or input", name));
     if (name == "id" && in_graph_[n])
       error("hack.output_cache", n, "id() in the forward path keys results on object identity");
     if (name == "getattr" || name == "setattr" || name == "delattr") {
-      const auto args = t_.children(n, Role::arg);
+      const auto args = t_.children(n, Role::arg);  // rare: the vector is fine
       const bool constant_name = args.size() >= 2 && t_.node(args[1]).kind == pyast::Kind::Constant;
       const bool on_module = !args.empty() && info_.from_module(args[0]);
       if (!constant_name || on_module)
@@ -406,28 +452,30 @@ class Rules {
   }
 
   void assignment_rules(NodeId stmt, NodeId target) {
-    for (NodeId x : verify::walk(t_, target)) {
-      const auto k = t_.node(x).kind;
-      if (k != Kind::Attribute && k != Kind::Subscript) continue;
-      // The object written to: for a.b.c = v it is a.b; for a[k] = v it is a.
-      const NodeId base = t_.child(x, Role::value);
-      if (k == Kind::Attribute && info_.from_module(x)) {
-        error("hack.monkeypatch", stmt, fmt::format("assigning `{}` patches an imported module", q(x)));
-        continue;
-      }
-      if (!in_graph_[stmt]) continue;
-      NodeId root = base;
-      while (root != kNoNode && (t_.node(root).kind == Kind::Attribute || t_.node(root).kind == Kind::Subscript))
-        root = t_.child(root, Role::value);
-      const bool self_state = k == Kind::Attribute && t_.node(base).kind == Kind::Name && t_.text(base) == "self";
-      const bool self_container = root != kNoNode && t_.node(root).kind == Kind::Name && t_.text(root) == "self" &&
-                                  k == Kind::Subscript;
-      const bool module_container = root != kNoNode && t_.node(root).kind == Kind::Name &&
-                                    info_.module_variables.count(std::string(t_.text(root)));
-      if (self_state || self_container || module_container)
-        error("hack.output_cache", stmt,
-              "state written in the forward path outlives the call (a cache of outputs, a call counter)");
+    verify::for_each_node(t_, target, [&](NodeId x) { assignment_rule(stmt, x); });
+  }
+
+  void assignment_rule(NodeId stmt, NodeId x) {
+    const auto k = t_.node(x).kind;
+    if (k != Kind::Attribute && k != Kind::Subscript) return;
+    // The object written to: for a.b.c = v it is a.b; for a[k] = v it is a.
+    const NodeId base = t_.child(x, Role::value);
+    if (k == Kind::Attribute && info_.from_module(x)) {
+      error("hack.monkeypatch", stmt, fmt::format("assigning `{}` patches an imported module", q(x)));
+      return;
     }
+    if (!in_graph_[stmt]) return;
+    NodeId root = base;
+    while (root != kNoNode && (t_.node(root).kind == Kind::Attribute || t_.node(root).kind == Kind::Subscript))
+      root = t_.child(root, Role::value);
+    const bool self_state = k == Kind::Attribute && t_.node(base).kind == Kind::Name && t_.text(base) == "self";
+    const bool self_container = root != kNoNode && t_.node(root).kind == Kind::Name && t_.text(root) == "self" &&
+                                k == Kind::Subscript;
+    const bool module_container = root != kNoNode && t_.node(root).kind == Kind::Name &&
+                                  info_.module_variables.count(t_.text(root));
+    if (self_state || self_container || module_container)
+      error("hack.output_cache", stmt,
+            "state written in the forward path outlives the call (a cache of outputs, a call counter)");
   }
 
   const ModuleInfo& info_;
@@ -436,7 +484,7 @@ class Rules {
   verify::CallGraph graph_;
   std::vector<bool> in_graph_;
   std::vector<bool> attribute_base_;  // nodes that are the `value` of an Attribute
-  std::set<std::string> layer_names_;
+  verify::NameSet layer_names_;
 };
 
 // How many positional arguments a method accepts (self excluded): [min, max], max unbounded
