@@ -31,9 +31,17 @@ inline std::uint64_t name_filter_bit(std::string_view name) {
 
 struct ModuleInfo {
   const Tree& tree;
+  // Shorter names first, so that most comparisons in a lookup are of lengths, not text: every
+  // name of the module is looked up in `aliases`.
+  struct ShortFirst {
+    using is_transparent = void;
+    bool operator()(std::string_view a, std::string_view b) const {
+      return a.size() != b.size() ? a.size() < b.size() : a < b;
+    }
+  };
   // Local name -> qualified path ("F" -> "torch.nn.functional"). Its keys are exactly the names
   // bound by imports (or assigned an imported path): from_module asks whether a chain starts at one.
-  std::map<std::string, std::string, std::less<>> aliases;
+  std::map<std::string, std::string, ShortFirst> aliases;
   NodeByName functions;       // top-level functions that are not kernels
   NodeByName kernels;         // top-level Triton kernels
   NodeByName classes;         // top-level classes
