@@ -111,7 +111,23 @@ class Tree {
     return static_cast<NodeId>(nodes_.size() - 1);
   }
   void set_text(NodeId id, std::string_view text);
-  void append(NodeId parent, NodeId child, Role role);
+  /// Starts the text arena with the module's source (call first): a text that is a slice of the
+  /// source is then recorded by its offsets (set_source_text), with no copy.
+  void set_source(std::string_view source) { chars_.assign(source.data(), source.size()); }
+  void set_source_text(NodeId id, std::uint32_t begin, std::uint32_t size) {
+    texts_.emplace_back(begin, size);
+    nodes_[id].text = static_cast<std::uint32_t>(texts_.size() - 1);
+  }
+  void append(NodeId parent, NodeId child, Role role) {  // inline: once per node
+    Node& p = nodes_[parent];
+    nodes_[child].role = role;
+    nodes_[child].next_sibling = kNoNode;
+    if (p.last_child == kNoNode)
+      p.first_child = child;
+    else
+      nodes_[p.last_child].next_sibling = child;
+    p.last_child = child;
+  }
   Node& mutable_node(NodeId id) { return nodes_[id]; }
 
  private:

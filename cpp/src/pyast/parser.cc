@@ -102,12 +102,18 @@ class Parser {
   }
   // Identifiers are NFKC-normalised, as CPython does: `ｔｏｒｃｈ` is `torch`.
   std::string ident(const Token& t) const { return normalize_identifier(text(t)); }
-  // The node's text is the identifier: ASCII names (nearly all) are stored as written, with no
-  // temporary string.
+  // The node's text is the token's, a slice of the source the tree holds (no copy).
+  void set_token_text(NodeId n, const Token& t) { tree_.set_source_text(n, t.begin, t.end - t.begin); }
+  // The node's text is the identifier: ASCII names (nearly all) are the token's text. A name of
+  // up to 8 bytes is ASCII when its packed code has no high bit set.
   void set_ident(NodeId n, const Token& t) {
     const std::string_view w = text(t);
-    if (std::all_of(w.begin(), w.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
-      tree_.set_text(n, w);
+    const bool ascii = t.code != kLongText ? (t.code & 0x8080808080808080ull) == 0
+                                           : std::all_of(w.begin(), w.end(), [](char c) {
+                                               return static_cast<unsigned char>(c) < 0x80;
+                                             });
+    if (ascii)
+      set_token_text(n, t);
     else
       tree_.set_text(n, normalize_identifier(w));
   }
@@ -1253,7 +1259,7 @@ class Parser {
           next();
           const auto k = w == "None" ? ConstKind::None : w == "True" ? ConstKind::True : ConstKind::False;
           const NodeId c = start(Kind::Constant, t, static_cast<std::uint16_t>(k));
-          tree_.set_text(c, w);
+          set_token_text(c, t);
           return finish(c);
         }
         invalid();
@@ -1266,7 +1272,7 @@ class Parser {
         else if (w.size() > 1 && (w[1] == 'x' || w[1] == 'X' || w[1] == 'o' || w[1] == 'O' || w[1] == 'b' || w[1] == 'B')) k = ConstKind::Int;
         else if (w.find_first_of(".eE") != std::string_view::npos) k = ConstKind::Float;
         const NodeId c = start(Kind::Constant, t, static_cast<std::uint16_t>(k));
-        tree_.set_text(c, w);
+        set_token_text(c, t);
         return finish(c);
       }
       case Tok::String:
@@ -1279,7 +1285,7 @@ class Parser {
     if (is_op("...")) {
       next();
       const NodeId c = start(Kind::Constant, t, static_cast<std::uint16_t>(ConstKind::Ellipsis));
-      tree_.set_text(c, "...");
+      set_token_text(c, t);  // "..."
       return finish(c);
     }
     if (is_op("(")) return paren_atom();
@@ -1430,7 +1436,7 @@ class Parser {
     if (any_bytes && any_str) fail_at("cannot mix bytes and nonbytes literals", first);
     if (!any_f) {
       const NodeId c = start(Kind::Constant, first, static_cast<std::uint16_t>(any_bytes ? ConstKind::Bytes : ConstKind::Str));
-      tree_.set_text(c, s_.substr(first.begin, t_[i_ - 1].end - first.begin));
+      tree_.set_source_text(c, first.begin, t_[i_ - 1].end - first.begin);
       return finish(c);
     }
     const NodeId j = start(Kind::JoinedStr, first);
@@ -1625,6 +1631,7 @@ Parsed parse(std::string_view raw) {
   }
   std::vector<std::uint32_t> line_starts;  // filled by the first f-string field that needs it
   out.tree.reserve(lexed.tokens.size() * 3 / 2 + 16, source.size() + 64);
+  out.tree.set_source(source);
   try {
     Parser parser(source, std::move(lexed.tokens), out.tree, line_starts);
     parser.module();

@@ -69,17 +69,6 @@ void Tree::set_text(NodeId id, std::string_view text) {
   nodes_[id].text = static_cast<std::uint32_t>(texts_.size() - 1);
 }
 
-void Tree::append(NodeId parent, NodeId child, Role role) {
-  Node& p = nodes_[parent];
-  nodes_[child].role = role;
-  nodes_[child].next_sibling = kNoNode;
-  if (p.last_child == kNoNode)
-    p.first_child = child;
-  else
-    nodes_[p.last_child].next_sibling = child;
-  p.last_child = child;
-}
-
 std::string render(const Tree& tree, NodeId expr) {
   if (expr == kNoNode) return "";
   const Node& n = tree.node(expr);
