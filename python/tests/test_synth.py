@@ -84,10 +84,10 @@ def test_reference_solutions_are_correct_under_the_engine(tmp_path):
 
 def test_solutions_with_fused_matmul_epilogues_are_correct_under_the_engine(tmp_path):
     suite = tmp_path / "mm.jsonl"
-    out = run("synth", "--count", "8", "--difficulty", "2-3", "--seed", "5", "--with-solutions",
+    out = run("synth", "--count", "6", "--difficulty", "2-3", "--seed", "5", "--with-solutions",
               "--ops", "linalg,binary,scalar", "--out", str(suite), "--validate", "--json")
     reports = [json.loads(line) for line in out.stdout.strip().splitlines()]
-    assert reports[1] == {"solutions": 8, "correct": 8, "of_tasks": 8}
+    assert reports[1] == {"solutions": 6, "correct": 6, "of_tasks": 6}
     plans = [json.loads(line)["meta"]["plan"] for line in suite.read_text().splitlines()]
     fused = [plan for plan in plans if "fused into the epilogue" in plan]
     assert len(fused) >= 3 and any("broadcast strides), so" in plan for plan in fused), plans

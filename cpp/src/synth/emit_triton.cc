@@ -211,12 +211,15 @@ std::vector<int> fusion_roots(const Graph& g, const std::vector<std::int64_t>& v
   return root;
 }
 
-// Per matmul-like node, the root of the elementwise group that runs in its epilogue, or -1. The
-// group must read the matmul's output at the output's own shape (so a tile of one is a tile of the
-// other) and host no other epilogue. The fused kernel runs at the root's place, so every reader of
-// the matmul output outside the group must come after the root; that output is then stored too.
-std::vector<int> epilogue_hosts(const Graph& g, const std::vector<int>& roots, const std::vector<std::int64_t>& values) {
+// Per matmul-like node, the root of the elementwise group that runs in its epilogue, or -1: the
+// group of the first elementwise reader of its output. The group's output must have the matmul
+// output's shape (a tile of one is a tile of the other) and the group host no other epilogue. The
+// fused kernel runs at the root's place, so every reader of the matmul output outside the group
+// must come after the root; that output is then stored too.
+std::vector<int> epilogue_hosts(const Graph& g, const std::vector<int>& roots,
+                                const std::vector<std::int64_t>& values) {
   const int count = static_cast<int>(g.nodes.size());
+  auto shape = [&](int t) { return solved_shape(g.tensors[t], values); };
   std::vector<int> host(count, -1);
   std::set<int> taken;
   for (int m = 0; m < count; ++m) {
@@ -225,8 +228,7 @@ std::vector<int> epilogue_hosts(const Graph& g, const std::vector<int>& roots, c
     int r = -1;
     for (int j = m + 1; j < count && r < 0; ++j)
       if (reads(g.nodes[j], t) && is_elementwise(g.nodes[j])) r = roots[j];
-    if (r < 0 || taken.count(r) || solved_shape(g.tensors[t], values) != solved_shape(g.tensors[g.nodes[r].out], values))
-      continue;
+    if (r < 0 || taken.count(r) || shape(t) != shape(g.nodes[r].out)) continue;
     bool legal = true;
     for (int j = m + 1; j < count; ++j) legal = legal && (!reads(g.nodes[j], t) || roots[j] == r || j > r);
     if (!legal) continue;
@@ -320,15 +322,18 @@ struct Writer {
         "    i2 = rest % S2\n    rest = rest // S2\n    i1 = rest % S1\n    i0 = rest // S1\n"
         "{}    tl.store(out_ptr + offs, v{}, mask=mask)\n\n\n",
         kernel, operand_params(external.size(), ", n, S1, S2, S3, S4", 5),
-        group_body(members, external, "i0 * s{0}_0 + i1 * s{0}_1 + i2 * s{0}_2 + i3 * s{0}_3 + i4 * s{0}_4", "mask"), root);
+        group_body(members, external, "i0 * s{0}_0 + i1 * s{0}_1 + i2 * s{0}_2 + i3 * s{0}_3 + i4 * s{0}_4", "mask"),
+        root);
     forward += fmt::format(
         "        t{0}, n, dims, strides = _ew_layout([{2}])\n"
-        "        {1}[(triton.cdiv(n, 1024),)](t{0}, {2}, n, *dims, *strides, BLOCK=1024)\n", root, kernel, names(external));
+        "        {1}[(triton.cdiv(n, 1024),)](t{0}, {2}, n, *dims, *strides, BLOCK=1024)\n",
+        root, kernel, names(external));
     helpers.insert(kElementwiseHelper);
     plan.push_back(fmt::format(
         "`{}`: {} fused in one elementwise kernel ({}); one program per 1024 output elements, operands read "
         "through broadcast strides, intermediates kept in registers",
-        kernel, op_names(members), members.size() == 1 ? "a single op" : fmt::format("{} ops, no intermediate written", members.size())));
+        kernel, op_names(members),
+        members.size() == 1 ? "a single op" : fmt::format("{} ops, no intermediate written", members.size())));
   }
 
   void row(const OpNode& n, std::size_t index) {
@@ -366,7 +371,8 @@ struct Writer {
     const int root = g.nodes[members.back()].out;
     const auto external = external_operands(members, t);
     int reads_here = 0;
-    for (int i : members) reads_here += static_cast<int>(std::count(g.nodes[i].operands.begin(), g.nodes[i].operands.end(), t));
+    for (int i : members)
+      for (int operand : g.nodes[i].operands) reads_here += operand == t;
     const bool keep = g.tensors[t].consumers > reads_here;
     Ending e{fmt::format("_mm_{}", root), "", fmt::format("        t{} = c.reshape(shape)\n", root), ""};
     std::string params, body;
@@ -388,8 +394,10 @@ struct Writer {
     body += fmt::format("    v{} = acc\n", t) +
             group_body(members, external, "d0 * s{0}_0 + d1 * s{0}_1 + d2 * s{0}_2 + rn[None, :] * s{0}_3", "cmask");
     kernels += matmul_kernel_source(e.kernel, params, body, fmt::format("v{}", root));
+    const char* loads =
+        external.empty() ? "no other operand" : "its other operands loaded per tile through broadcast strides";
     e.note = fmt::format("; {} fused into the epilogue on the accumulator tile before the store ({}), so {}",
-                         op_names(members), external.empty() ? "nothing else read" : "operands loaded per tile through broadcast strides",
+                         op_names(members), loads,
                          keep ? "one pass writes both the matmul output (another kernel reads it) and the result"
                               : "the matmul output never goes to memory");
     return e;
@@ -402,13 +410,14 @@ struct Writer {
     const std::string_view op = n.op->name;
     const std::string b = op == "bmm" ? name(n.operands[1]) : m + ".weight.t()";
     const bool bias = op == "linear" || op == "addmm";
-    forward += fmt::format("        a3, b3, c, grid, (m, n, k), strides, shape = _mm_layout({}, {})\n", name(n.operands[0]), b);
+    forward += fmt::format("        a3, b3, c, grid, (m, n, k), strides, shape = _mm_layout({}, {})\n",
+                           name(n.operands[0]), b);
     const Ending e = epilogue.empty() ? plain_ending(n.out) : fused_ending(n.out, epilogue);
     forward += fmt::format("        {}[grid](a3, b3, {}, c, m, n, k, *strides{}, HAS_BIAS={}, BM=32, BN=32, BK=32)\n{}",
                            e.kernel, bias ? m + ".bias" : "c", e.args, bias ? "True" : "False", e.after);
     helpers.insert(kMatmulHelper);
-    plan.push_back(fmt::format("`{}`: {} as 32x32 output tiles stepping K by 32, tl.dot in fp32 (IEEE, no TF32, to meet "
-                               "the tolerance){}{}",
+    plan.push_back(fmt::format("`{}`: {} as 32x32 output tiles stepping K by 32, tl.dot in fp32 (IEEE, no TF32, to "
+                               "meet the tolerance){}{}",
                                e.kernel, op, bias ? ", bias added in the epilogue" : "", e.note));
   }
 

@@ -183,7 +183,8 @@ struct Handmade {
     g.tensors.push_back({std::move(dims), source, Domain::any, 0});
     return static_cast<int>(g.tensors.size()) - 1;
   }
-  int op(std::string_view name, std::vector<int> operands, std::vector<int> dims, std::map<std::string, int> vars = {}) {
+  int op(std::string_view name, std::vector<int> operands, std::vector<int> dims,
+         std::map<std::string, int> vars = {}) {
     OpNode n;
     n.op = find_op(name);
     n.operands = std::move(operands);
@@ -198,7 +199,8 @@ struct Handmade {
     Rng rng(1);
     const auto values = g.shapes.solve(rng, kAny, 1);
     const auto solution = emit_solution(g, *values, "handmade");
-    const Task task = emit_task(g, *values, estimate(g, *values, profile(SizeProfile::cpu)), "handmade", Json::object());
+    const Estimate cost = estimate(g, *values, profile(SizeProfile::cpu));
+    const Task task = emit_task(g, *values, cost, "handmade", Json::object());
     const auto v = verify_code(solution->code, task.source);
     EXPECT_EQ(v.status, "valid") << to_json(v).dump() << "\n" << solution->code;
     return *solution;
