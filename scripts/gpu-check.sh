@@ -2,7 +2,7 @@
 # On a GPU machine without network (docs/gpu.md): build Tritium from .deps, run the GPU tests and
 # the engine benchmarks in one call. Results go to $OUT (or ./gpu-results).
 #   bash scripts/gpu-check.sh [tests|repeatability|throughput|cache|probe|demo|synth|search]...
-#   (default: the first four)
+#   (default: the first four; a benchmark step's extra flags come from <STEP>_ARGS, e.g. PROBE_ARGS)
 # demo: the demo batch (scripts/demo-candidates.sh) timed on the GPU, verdicts in $OUT/h200-demo.jsonl.
 # synth: a --size gpu sample validated on the GPU, and reference solutions judged and timed there.
 # search: launch-configuration search from the example level-2 solutions and from the emitter's
@@ -42,6 +42,9 @@ for step in "${steps[@]}"; do
             done ;;
     tests) python3 -m pytest -q -p no:cacheprovider python/tests/test_engine_gpu.py \
              2>&1 | tee "$OUT/tests.log" | tail -15 || true ;;  # failures are reported; later steps still run
-    *) python3 python/benchmarks/engine_bench.py "$step" --json "$OUT/$step.json" 2>&1 | tee "$OUT/$step.log" ;;
+    *) args_var="${step^^}_ARGS"  # e.g. PROBE_ARGS="--runs 3", THROUGHPUT_ARGS="--untimed"
+       read -ra extra <<< "${!args_var:-}"
+       python3 python/benchmarks/engine_bench.py "$step" "${extra[@]}" --json "$OUT/$step.json" 2>&1 \
+         | tee "$OUT/$step.log" ;;
   esac
 done

@@ -126,6 +126,13 @@ def probe(args) -> dict:
     return summary
 
 
+def _print_breakdown(verdicts: list[dict]) -> None:
+    """Per-candidate evaluation times (request to verdict, as the engine measured them)."""
+    times = sorted(v["eval_ms"] / 1000 for v in verdicts)
+    print(f"  per candidate: median {statistics.median(times):.2f} s, max {times[-1]:.2f} s, "
+          f"sum {sum(times):.1f} s", flush=True)
+
+
 def throughput(args) -> dict:
     batch = example_batch(args.copies, args.wrong)
     start = time.perf_counter()
@@ -133,6 +140,14 @@ def throughput(args) -> dict:
     verdicts = engine.evaluate([{k: v for k, v in e.items() if k != "task_path"} for e in batch])
     engine_s = time.perf_counter() - start
     print(f"engine: {len(batch)} candidates in {engine_s:.1f} s ({engine.info()['jobs']} jobs)", flush=True)
+    _print_breakdown(verdicts)
+    untimed_s = None
+    if args.untimed:  # where the time goes: the same batch with no timing (references or candidates)
+        start = time.perf_counter()
+        tritium.Engine(device="cuda", static_check=False, timing=False).evaluate(
+            [{k: v for k, v in e.items() if k != "task_path"} for e in batch])
+        untimed_s = time.perf_counter() - start
+        print(f"engine without timing: {untimed_s:.1f} s", flush=True)
 
     naive, start = [], time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -153,6 +168,7 @@ def throughput(args) -> dict:
     for d in differ:
         print("  differs:", d)
     return {"candidates": len(batch), "engine_s": engine_s, "naive_s": naive_s, "ratio": naive_s / engine_s,
+            "engine_untimed_s": untimed_s,
             "same_correctness": same, "differs": differ,
             "engine_statuses": [v["status"] for v in verdicts], "naive_statuses": [n["status"] for n in naive]}
 
@@ -183,6 +199,7 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--wrong", type=int, default=4)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--untimed", action="store_true", help="throughput: also run the batch without timing")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     result = {"repeatability": repeatability, "throughput": throughput, "cache": cache, "probe": probe}[args.bench](args)
