@@ -43,10 +43,15 @@ def test_runtime_fixtures_get_their_statuses_on_the_gpu(engine):
 
 
 def test_a_side_stream_kernel_is_not_timed_faster_than_the_honest_one(engine):
-    honest, side = engine.evaluate([item("honest_relu.py", BIG_RELU), item("side_stream.py", BIG_RELU)])
-    assert honest["status"] == side["status"] == "correct"
-    assert side["runtime_ms"] >= 0.9 * honest["runtime_ms"], (side["runtime_ms"], honest["runtime_ms"])
-    assert honest["runtime_stats"]["timed_to"] == "stream" and side["runtime_stats"]["timed_to"] == "device"
+    # The honest kernel is timed before and after: interference can only slow a timing down, so the
+    # faster of the two is the honest kernel's time.
+    honest, side, again = engine.evaluate([item("honest_relu.py", BIG_RELU), item("side_stream.py", BIG_RELU),
+                                           item("honest_relu.py", BIG_RELU, id="honest_relu.py#2")])
+    assert honest["status"] == side["status"] == again["status"] == "correct"
+    fastest = min(honest, again, key=lambda v: v["runtime_ms"])
+    assert side["runtime_ms"] >= 0.9 * fastest["runtime_ms"], (side["runtime_stats"], honest["runtime_stats"],
+                                                               again["runtime_stats"])
+    assert fastest["runtime_stats"]["timed_to"] == "stream" and side["runtime_stats"]["timed_to"] == "device"
 
 
 def test_a_background_thread_kernel_is_caught(engine):
