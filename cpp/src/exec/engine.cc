@@ -445,7 +445,10 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (options.jobs <= 0) options.jobs = default_jobs(gpu);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   trusted.device = impl->device;
-  for (int i = 1; i < std::max(1, options.jobs / 2); ++i) impl->trusted.push_back(std::make_unique<exec::Runner>(trusted));
+  // A timed GPU reference spends seconds in torch.compile (CPU work) while every candidate of its
+  // task waits for it: as many trusted runners as slots then, half as many otherwise.
+  const int references = gpu && options.timing ? options.jobs : std::max(1, options.jobs / 2);
+  for (int i = 1; i < references; ++i) impl->trusted.push_back(std::make_unique<exec::Runner>(trusted));
   for (auto& runner : impl->trusted) impl->idle_trusted.push_back(runner.get());
   RunnerOptions slot{options.python, impl->device, options.timeout_s, 0, "candidate",
                      gpu ? 0 : std::max(1, cores / options.jobs)};

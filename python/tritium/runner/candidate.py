@@ -134,13 +134,16 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: Gpu
 
     timing = request.get("timing") or {}
     if device.startswith("cuda") and timing.get("enabled", True):
-        from .timing import kernel_coverage, measure, planned_calls
+        from .timing import Timer, kernel_coverage, measure, warm_up_calls
 
         with gpu.exclusive() as exclusive:
-            calls = planned_calls(measure(call, fresh, device, calls=5)["stats"]["min_ms"])
-            result = measure(call, fresh, device, spot=_spot_map(spots, chooser, calls), calls=calls)
-            coverage = kernel_coverage(call, spots[0], set(request["kernels"]))
+            timer = Timer(device)
+            calls = warm_up_calls(timer, call, fresh)
+            result = measure(call, fresh, device, spot=_spot_map(spots, chooser, calls), calls=calls, timer=timer)
         stats = {**result["stats"], "exclusive": exclusive}
+        # Shares of this process's own CUDA time: neighbours do not skew them, so no exclusive hold
+        # (the profiler's set-up takes most of a second, which every other process would wait out).
+        coverage = kernel_coverage(call, spots[0], set(request["kernels"]))
     else:
         spot_map = _spot_map(spots, chooser, CPU_SHAPED_CALLS)
         result = {"spot_outputs": {}}

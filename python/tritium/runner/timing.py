@@ -192,14 +192,20 @@ def planned_calls(ms_per_call: float) -> int:
     return int(min(MAX_CALLS, max(MIN_CALLS, TARGET_TIMED_MS / max(ms_per_call, 1e-3))))
 
 
-def measure(fn, fresh_inputs, device: str, spot: dict[int, list] | None = None, calls: int | None = None) -> dict:
+def warm_up_calls(timer: Timer, fn, fresh_inputs) -> int:
+    """Runs the warm-up calls (inputs -1, -2, ...) and plans the timed calls from the quickest."""
+    return planned_calls(min(timer.call(fn, fresh_inputs(-1 - j))[1] for j in range(WARMUP_CALLS)))
+
+
+def measure(fn, fresh_inputs, device: str, spot: dict[int, list] | None = None, calls: int | None = None,
+            timer: Timer | None = None) -> dict:
     """Times `fn` on fresh inputs (fresh_inputs(j) gives call j's); `spot` maps call positions to
-    input sets whose outputs are returned under "spot_outputs" as {position: output}."""
+    input sets whose outputs are returned under "spot_outputs" as {position: output}. Without
+    `calls`, warm-up calls plan them; a caller that planned already passes its `timer` on."""
     spot = spot or {}
-    timer = Timer(device)
+    timer = timer or Timer(device)
     if calls is None:
-        warm = [timer.call(fn, fresh_inputs(-1 - j))[1] for j in range(WARMUP_CALLS)]
-        calls = planned_calls(min(warm))
+        calls = warm_up_calls(timer, fn, fresh_inputs)
     timed, spot_outputs = [], {}
     for j in range(calls):
         inputs = spot[j] if j in spot else fresh_inputs(j)
