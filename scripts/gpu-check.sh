@@ -4,7 +4,7 @@
 #   bash scripts/gpu-check.sh [tests|repeatability|throughput|cache|probe|demo|synth|search]...
 #   (default: the first four; a benchmark step's extra flags come from <STEP>_ARGS, e.g. PROBE_ARGS)
 # demo: the demo batch (scripts/demo-candidates.sh) timed on the GPU, verdicts in $OUT/h200-demo.jsonl.
-# synth: a --size gpu sample validated on the GPU, and reference solutions judged and timed there.
+# synth: a --size gpu sample validated on the GPU, and reference solutions judged there (untimed).
 # search: launch-configuration search from the example level-2 solutions and from the emitter's
 #   solutions of synthesized fusion tasks; one directory per task under $OUT/search.
 set -euo pipefail

@@ -97,6 +97,7 @@ int validate_solutions(const std::vector<synth::SynthTask>& tasks, const SynthCl
   EngineOptions options;
   options.python = o.runner.python;
   options.device = o.runner.device;
+  options.timing = false;  // a validity check: timing would add a torch.compile of every task
   auto engine = Engine::create(options);
   if (!engine) return fail(kEnvironment, engine.error().message);
   Progress progress(items.size());
