@@ -92,6 +92,17 @@ def test_check_json_is_one_document_with_a_summary():
     assert task["outputs"] == [{"shape": [2, 3], "dtype": "float32"}] * 2
 
 
+def test_the_task_linter_names_each_degenerate_task_and_passes_an_honest_one():
+    result = run("tasks", FIXTURES / "degenerate_tasks", "--check", "--json")
+    assert result.returncode == 0, result.stderr
+    warnings = {t["id"]: t["warnings"] for t in json.loads(result.stdout)["tasks"]}
+    assert any("is constant" in w for w in warnings["zero_output"])
+    assert any("equals input 0" in w for w in warnings["identity_output"])
+    assert [w.split(":")[0] for w in warnings["ill_conditioned"]] == ["ill-conditioned"]
+    honest = json.loads(run("tasks", EXAMPLE_TASKS / "level2", "--check", "--json").stdout)
+    assert all(t["warnings"] == [] for t in honest["tasks"]), honest["tasks"]
+
+
 def test_a_runner_that_cannot_start_is_an_environment_error():
     result = run("tasks", EXAMPLE_TASKS, "--check", "--python", "/no/such/python")
     assert result.returncode == 3

@@ -26,11 +26,13 @@ def test_a_thousand_cpu_tasks_of_difficulty_1_to_8_all_run(tmp_path):
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["validated"] == 1000 and report["failed"] == 0
     lines = [json.loads(line) for line in suite.read_text().splitlines()]
+    # Ill-conditioned tasks (the task linter's warning) are dropped, not written.
+    assert len(lines) == 1000 - report["ill_conditioned"] and report["ill_conditioned"] <= 10
     # The size profile's guarantee is on the cost model, which is deterministic; the measured
     # forward times (report["slowest_forward_ms"]) depend on the machine's load and belong in a
     # benchmark, not in a test.
     assert max(line["meta"]["est_ms"] for line in lines) <= CPU_MAX_EST_MS
-    assert len({line["meta"]["hash"] for line in lines}) == 1000
+    assert len({line["meta"]["hash"] for line in lines}) == len(lines)
     assert {line["meta"]["difficulty"] for line in lines} == set(range(1, 9))
 
 

@@ -133,13 +133,23 @@ def _trial(module, model, get_inputs, spec: dict, seed: int, device: str, varian
     raise AssertionError("unreachable: the task distribution always returns")
 
 
+ILL_CONDITIONED = "ill-conditioned"
+
+
 def lint(module, model, get_inputs, device: str, seed: int, atol: float = 1e-4) -> list[str]:
-    """Degenerate-task warnings under each of the engine's input distributions, in eval mode."""
+    """Degenerate-task warnings under each of the engine's input distributions, in eval mode; and
+    whether the task's own inputs, the trials' last fallback, are ill-conditioned."""
     warnings = []
     for i, distribution in enumerate(trial_inputs.DISTRIBUTIONS):
         spec = {"index": i, "distribution": distribution, "mode": "eval"}
         values, outputs, used = _trial(module, model, get_inputs, spec, seed, device)
         warnings += [f"{w} ({used} inputs)" for w in degenerate(outputs, values, atol)]
+        if distribution == "task" and not _well_conditioned(_float64_twin(model), values, outputs, "eval", device,
+                                                            atol):
+            # Trials fall back to these inputs whatever the task's dtype makes of them: a kernel
+            # that sums in another order than PyTorch then misses the tolerance by chance.
+            warnings.append(f"{ILL_CONDITIONED}: on its own inputs the task's float32 outputs are more than "
+                            f"{CONDITION_MARGIN:g} of the tolerance away from float64's")
     return sorted(set(warnings))
 
 
