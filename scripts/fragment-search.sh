@@ -31,8 +31,8 @@ log = [json.loads(line) for line in (where / "search.jsonl").read_text().splitli
 skipped = next((line["skipped"] for line in log if line.get("stage") == "fragments" and "skipped" in line), "")
 best = result["best"]
 speedup = result.get("speedup_over_first")
-print(f"{name}\t{f'{speedup:.3f}x' if speedup else '-'}\t"
-      f"{result['tried'][best]['stage'] if best is not None else 'none correct'}\t{len(result['tried'])}\t{skipped[:160]}")
+stage = result["tried"][best]["stage"] if best is not None else "none correct"
+print(f"{name}\t{f'{speedup:.3f}x' if speedup else '-'}\t{stage}\t{len(result['tried'])}\t{skipped[:160]}")
 PY
 done
 column -t -s $'\t' "$summary"

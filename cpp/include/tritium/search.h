@@ -117,8 +117,8 @@ std::vector<std::vector<int>> fragment_partitions(int ops, int most, std::size_t
 /// The fragment stage's candidates for `task`: (code, note) per partition, the emitter's default
 /// (no barriers) first when `with_default`. An Error says why there are none (the task does not
 /// trace, or an operator has no Triton form).
-Result<std::vector<std::pair<std::string, std::string>>> fragment_candidates(const Task& task, const SearchOptions& options,
-                                                                             bool with_default);
+using Candidates = std::vector<std::pair<std::string, std::string>>;
+Result<Candidates> fragment_candidates(const Task& task, const SearchOptions& options, bool with_default);
 
 Json to_json(const SearchResult& result);
 

@@ -96,9 +96,11 @@ Result<Json> trace_task(const Task& task, const RunnerOptions& options) {
   if (auto error = runner.ensure_started()) return *error;
   const Json request = {{"op", "trace_task"}, {"id", task.id}, {"source", task.source}, {"filename", task.origin}};
   const exec::Reply reply = runner.call(request, options.timeout_s);
-  if (reply.kind != exec::Reply::Kind::ok) return Error{fmt::format("{}: tracing failed: {}", task.origin, reply.detail)};
+  if (reply.kind != exec::Reply::Kind::ok)
+    return Error{fmt::format("{}: tracing failed: {}", task.origin, reply.detail)};
   if (!reply.body.value("ok", false))
-    return Error{fmt::format("{}: tracing failed at {}: {}", task.origin, reply.body.value("stage", std::string("runner")),
+    return Error{fmt::format("{}: tracing failed at {}: {}", task.origin,
+                             reply.body.value("stage", std::string("runner")),
                              reply.body.value("error", std::string("no message")))};
   return reply.body;
 }

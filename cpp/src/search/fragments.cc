@@ -51,8 +51,7 @@ std::vector<Partition> fragment_partitions(int ops, int most, std::size_t cap) {
   return out;
 }
 
-Result<std::vector<std::pair<std::string, std::string>>> fragment_candidates(const Task& task, const SearchOptions& options,
-                                                                             bool with_default) {
+Result<Candidates> fragment_candidates(const Task& task, const SearchOptions& options, bool with_default) {
   RunnerOptions runner;
   runner.python = options.python;
   runner.timeout_s = 120;
@@ -60,7 +59,7 @@ Result<std::vector<std::pair<std::string, std::string>>> fragment_candidates(con
   if (!trace) return trace.error();
   const auto graph = synth::graph_from_trace(*trace);
   if (!graph) return graph.error();
-  std::vector<std::pair<std::string, std::string>> out;
+  Candidates out;
   if (with_default) out.emplace_back(synth::emit_fragments(*graph, {}, task.id).code, "the emitter's default fusion");
   for (const auto& p : fragment_partitions(graph->compute_ops(), options.max_fragment, options.fragment_budget))
     out.emplace_back(synth::emit_fragments(*graph, p, task.id).code, describe(p));

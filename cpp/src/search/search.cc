@@ -112,7 +112,10 @@ class Searcher {
       if (log_) log_({{"stage", "fragments"}, {"skipped", candidates.error().message}});
       return;
     }
+    const std::size_t count = candidates->size(), before = result_.tried.size();
     evaluate("fragments", std::move(*candidates));
+    // Cuts where nothing would fuse anyway repeat code already evaluated (the task's own solution too).
+    if (log_) log_({{"stage", "fragments"}, {"candidates", count}, {"evaluated", result_.tried.size() - before}});
   }
 
   // Coordinate descent over the best kernel's knobs: all values of one knob in one batch, keep the

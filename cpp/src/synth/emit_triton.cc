@@ -208,7 +208,8 @@ std::vector<int> fragment_of(const Graph& g, const std::vector<int>& sizes) {
 }
 
 // Elementwise nodes grouped by the node whose output they feed into (the group's root), within a fragment.
-std::vector<int> fusion_roots(const Graph& g, const std::vector<std::int64_t>& values, const std::vector<int>& fragment) {
+std::vector<int> fusion_roots(const Graph& g, const std::vector<std::int64_t>& values,
+                              const std::vector<int>& fragment) {
   std::vector<int> root(g.nodes.size());
   auto shape = [&](int t) { return solved_shape(g.tensors[t], values); };
   for (int i = static_cast<int>(g.nodes.size()) - 1; i >= 0; --i) {
@@ -459,8 +460,8 @@ bool solvable(const Graph& g) {
   return std::all_of(g.nodes.begin(), g.nodes.end(), [](const OpNode& n) { return !n.op->triton.empty(); });
 }
 
-std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int64_t>& values, const std::string& task_id,
-                                      const std::vector<int>& fragments) {
+std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int64_t>& values,
+                                      const std::string& task_id, const std::vector<int>& fragments) {
   if (!solvable(g)) return std::nullopt;
   Writer w{g, values, {}, {}, {}, {}, {}, {}};
   std::vector<int> outputs;

@@ -124,8 +124,8 @@ std::vector<std::int64_t> solved_shape(const TensorNode& t, const std::vector<st
 /// `fragments` (sizes of consecutive runs of compute operators) are fusion barriers: ops of two
 /// fragments never share a kernel. Empty: the whole graph is one fragment.
 bool solvable(const Graph& g);  // every operator has a Triton form
-std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int64_t>& values, const std::string& task_id,
-                                      const std::vector<int>& fragments = {});
+std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int64_t>& values,
+                                      const std::string& task_id, const std::vector<int>& fragments = {});
 
 /// The KernelBench-format source of a solved graph, and its meta.
 Task emit_task(const Graph& g, const std::vector<std::int64_t>& values, const Estimate& cost, const std::string& id,

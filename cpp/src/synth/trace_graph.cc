@@ -30,7 +30,8 @@ class Builder {
     }
     for (const auto& n : trace.value("nodes", Json::array()))
       if (auto error = node(n)) return error;
-    std::stable_sort(creators_.begin(), creators_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(creators_.begin(), creators_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& c : creators_) g_.init_order.push_back(c.second);
     g_.init_args = trace.value("init_args", std::vector<std::string>{});
     return std::nullopt;
@@ -58,19 +59,24 @@ class Builder {
       const int i = ref.value(key, -1);
       return i >= 0 && i < static_cast<int>(from.size()) ? from[i] : -1;
     };
-    return ref.contains("input") ? pick("input", inputs_) : ref.contains("param") ? pick("param", params_) : pick("node", outs_);
+    if (ref.contains("input")) return pick("input", inputs_);
+    return ref.contains("param") ? pick("param", params_) : pick("node", outs_);
   }
 
   std::optional<Error> node(const Json& j) {
     const std::string name = j.value("op", std::string());
     OpNode n;
     n.op = find_op(name);
-    if (!n.op || n.op->triton.empty()) return Error{fmt::format("traced operator '{}' has no Triton form in the emitter", name)};
+    if (!n.op || n.op->triton.empty())
+      return Error{fmt::format("traced operator '{}' has no Triton form in the emitter", name)};
     for (const auto& ref : j.value("operands", Json::array())) n.operands.push_back(operand(ref));
     if (static_cast<int>(n.operands.size()) != n.op->arity || std::count(n.operands.begin(), n.operands.end(), -1))
-      return Error{fmt::format("traced node {} ({}): bad operands {}", outs_.size(), name, j.value("operands", Json()).dump())};
+      return Error{fmt::format("traced node {} ({}): bad operands {}", outs_.size(), name,
+                               j.value("operands", Json()).dump())};
     const Json attrs = j.value("attrs", Json::object());
     n.dim = attrs.value("dim", 0);
+    n.dim2 = attrs.value("dim2", 0);
+    n.perm = attrs.value("perm", std::vector<int>{});
     n.keepdim = attrs.value("keepdim", false);
     n.scalar = attrs.value("scalar", 0.0);
     n.lo = attrs.value("lo", 0.0);
@@ -83,10 +89,12 @@ class Builder {
       placeholders[var] = "";
     }
     if (substitute(n.op->module, placeholders).find('{') != std::string::npos)
-      return Error{fmt::format("traced node {} ({}): its module needs sizes the trace does not give", outs_.size(), name)};
+      return Error{
+          fmt::format("traced node {} ({}): its module needs sizes the trace does not give", outs_.size(), name)};
     for (int t : n.operands) ++g_.tensors[t].consumers;
     n.out = tensor(j.at("shape"), Source::node);
-    if (j.contains("init")) creators_.emplace_back(j["init"].get<int>(), Graph::Creator{true, static_cast<int>(g_.nodes.size())});
+    if (j.contains("init"))
+      creators_.emplace_back(j["init"].get<int>(), Graph::Creator{true, static_cast<int>(g_.nodes.size())});
     g_.compute += n.op->compute ? 1 : 0;
     outs_.push_back(n.out);
     g_.nodes.push_back(std::move(n));
@@ -109,7 +117,8 @@ int TaskGraph::compute_ops() const { return impl_->graph.compute; }
 
 Result<TaskGraph> graph_from_trace(const Json& trace) {
   if (!trace.is_object() || !trace.value("ok", false))
-    return Error{fmt::format("the task could not be traced: {}", trace.is_object() ? trace.value("error", trace.dump()) : trace.dump())};
+    return Error{fmt::format("the task could not be traced: {}",
+                             trace.is_object() ? trace.value("error", trace.dump()) : trace.dump())};
   std::vector<std::string> unmapped;
   for (const auto& u : trace.value("unmapped", Json::array()))
     unmapped.push_back(fmt::format("{} ({}): {}", u.value("name", "?"), u.value("target", "?"), u.value("why", "?")));

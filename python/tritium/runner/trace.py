@@ -47,7 +47,9 @@ _BINARY = {  # tensor op tensor, and the catalog op for tensor op number
     "minimum": ([torch.minimum, "minimum"], None),
 }
 _REDUCTIONS = {"sum": [torch.sum, "sum"], "mean": [torch.mean, "mean"], "amax": [torch.amax, "amax"],
-               "amin": [torch.amin, "amin"], "logsumexp": [torch.logsumexp, "logsumexp"]}
+               "amin": [torch.amin, "amin"], "logsumexp": [torch.logsumexp, "logsumexp"], "var": [torch.var, "var"],
+               "std": [torch.std, "std"]}
+_WITH_INDICES = {"max": [torch.max, "max"], "min": [torch.min, "min"]}  # (values, indices): .values maps
 _SOFTMAX = {"softmax": [torch.softmax, F.softmax, nn.Softmax, "softmax"],
             "log_softmax": [torch.log_softmax, F.log_softmax, nn.LogSoftmax, "log_softmax"]}
 
@@ -100,6 +102,10 @@ class _Mapper:
         self.nodes, self.param_tensors, self.unmapped = [], [], []
         self.inputs = []
         self.module_uses = set()
+        # Nodes that map only with their reader: x > 0 in torch.where, x < lo in masked_fill, a Linear's
+        # weight.t() and bias in torch.matmul or torch.addmm.
+        # Node -> (kind, attributes, operand).
+        self.deferred = {}
 
     # -- operands
     def operand(self, value):
@@ -122,15 +128,18 @@ class _Mapper:
 
     # -- placeholders and parameters
     def placeholder(self, node: torch.fx.Node) -> None:
+        shape = self.shape(node)
         self.refs[node] = {"input": len(self.inputs)}
-        self.inputs.append(self.shape(node))
+        self.inputs.append(shape)
 
     def get_attr(self, node: torch.fx.Node) -> None:
         value = self.model.get_parameter(node.target) if node.target in dict(self.model.named_parameters()) else None
         if value is None:
             raise Unmapped(f"self.{node.target} is not a parameter (buffers and constants have no catalog form)")
-        if self.owners.get(id(value)) != "":
-            raise Unmapped(f"self.{node.target} belongs to a module that forward does not call")
+        if self.owners.get(id(value)) != "":  # an nn.Linear's weight or bias in an explicit matmul or addmm
+            module, _, name = node.target.rpartition(".")
+            self.deferred[node] = (name, {"module": module}, None)
+            return
         init = self.param_order.index(id(value))
         known = [j for j, p in enumerate(self.param_tensors) if p["init"] == init]  # read twice: created once
         self.refs[node] = {"param": known[0] if known else len(self.param_tensors)}
@@ -139,12 +148,27 @@ class _Mapper:
 
     # -- calls
     def call(self, node: torch.fx.Node) -> None:
-        op, attrs, operands, init = self.classify(node)
+        if node in self.refs or self.defer(node):  # already mapped: the .values of a torch.max(x, dim)
+            return
+        self.add(node, *self.classify(node))
+
+    def add(self, node: torch.fx.Node, op: str, attrs: dict, operands: list, init, shaped: torch.fx.Node = None):
         self.refs[node] = {"node": len(self.nodes)}
-        entry = {"name": node.name, "op": op, "operands": operands, "shape": self.shape(node), "attrs": attrs}
+        entry = {"name": node.name, "op": op, "operands": operands, "shape": self.shape(shaped or node), "attrs": attrs}
         if init is not None:
             entry["init"] = init
         self.nodes.append(entry)
+
+    def values_of(self, node: torch.fx.Node, name: str) -> bool:
+        """torch.max/min(x, dim) read only through .values (or [0]) maps where it stands, its readers
+        being the same tensor (fx may place the readers later, out of the Model's order)."""
+        users = list(node.users)
+        if not users or not all(u.target in (getattr, operator.getitem) and u.args[1] in ("values", 0) for u in users):
+            return False
+        self.add(node, name, self.reduced(node, 1), [self.operand(node.args[0])], None, shaped=users[0])
+        for u in users:
+            self.refs[u] = self.refs[node]
+        return True
 
     def classify(self, node: torch.fx.Node):
         target = _target(node, self.model)
@@ -156,11 +180,69 @@ class _Mapper:
         if (name := _lookup(_BINARY, target)) is not None:
             return self.binary(name, node)
         if (name := _lookup(_REDUCTIONS, target)) is not None:
-            keepdim = bool(_arg(node, 2, "keepdim", False))
-            return name, {"dim": _norm_dim(_arg(node, 1, "dim"), self.rank(x)), "keepdim": keepdim}, [self.operand(x)], None
+            if name in ("var", "std") and (set(node.kwargs) - {"dim", "keepdim"} or len(node.args) > 3):
+                raise Unmapped(f"{name} with a correction other than the default (the kernel divides by R - 1)")
+            return name, self.reduced(node, 1), [self.operand(x)], None
         if (name := _lookup(_SOFTMAX, target)) is not None:
             return name, {"dim": _norm_dim(_arg(node, 1, "dim"), self.rank(x))}, [self.operand(x)], None
         return self.function_op(node, target, x)
+
+    def reduced(self, node: torch.fx.Node, at: int) -> dict:
+        """dim and keepdim of a reduction whose dim is argument `at`."""
+        dim = _norm_dim(_arg(node, at, "dim"), self.rank(node.args[0]))
+        return {"dim": dim, "keepdim": bool(_arg(node, at + 1, "keepdim", False))}
+
+    def defer(self, node: torch.fx.Node) -> bool:
+        target, x = node.target, node.args[0] if node.args else None
+        if node.op == "call_module" or not isinstance(x, torch.fx.Node):
+            return False
+        if _lookup(_WITH_INDICES, target) is not None and _arg(node, 1, "dim") is not None:
+            return self.values_of(node, _lookup(_WITH_INDICES, target))
+        if target == "t" and self.deferred.get(x, ("",))[0] == "weight":
+            self.deferred[node] = ("weight_t", self.deferred[x][1], None)
+        elif target in (operator.gt, torch.gt, "gt") and _arg(node, 1, "other") == 0:
+            self.deferred[node] = ("positive", {}, x)
+        elif target in (operator.lt, torch.lt, "lt") and isinstance(_arg(node, 1, "other"), (int, float)):
+            self.deferred[node] = ("below", {"lo": float(_arg(node, 1, "other"))}, x)
+        else:
+            return False
+        return True
+
+    def completes(self, node: torch.fx.Node, target):
+        """A reader that completes a deferred node into a catalog op, or None."""
+        if target in (torch.matmul, torch.addmm):
+            return self.linear_of(node, target)
+        src = node.args[1] if target == "masked_fill" and len(node.args) > 1 else node.args[0]
+        kind, attrs, x = self.deferred.get(src, (None, None, None))
+        if kind == "positive" and target is torch.where and node.args[1] is x:
+            return "where_positive", {}, [self.operand(x), self.operand(node.args[2])], None
+        if kind == "below" and target == "masked_fill" and node.args[0] is x and _arg(node, 2, "value") == 0:
+            return "masked_fill", attrs, [self.operand(x)], None
+        return None
+
+    def linear_of(self, node: torch.fx.Node, target):
+        """torch.matmul(x, m.weight.t()) and torch.addmm(m.bias, x, m.weight.t()) of an nn.Linear m."""
+        addmm = target is torch.addmm
+        if node.kwargs or len(node.args) != (3 if addmm else 2):
+            return None
+        kind, attrs, _ = self.deferred.get(node.args[-1], ("", {}, None))
+        if kind != "weight_t":
+            return None
+        module = self.model.get_submodule(attrs["module"])
+        if not isinstance(module, nn.Linear) or (module.bias is not None) != addmm:
+            return None
+        if addmm and self.deferred.get(node.args[0], ("", {}))[:2] != ("bias", attrs):
+            return None
+        sizes = {"vars": {"k": module.in_features, "n": module.out_features}}
+        return self.use_module(attrs["module"], "addmm" if addmm else "matmul", sizes, [self.operand(node.args[-2])])
+
+    def use_module(self, name: str, op: str, attrs: dict, operands: list):
+        """A catalog op that creates module `name` in ModelNew: once, in the Model's order."""
+        if name in self.module_uses:
+            raise Unmapped(f"self.{name} is used twice (ModelNew would create its parameters twice)")
+        self.module_uses.add(name)
+        params = list(self.model.get_submodule(name).parameters(recurse=False))
+        return op, attrs, operands, self.param_order.index(id(params[0])) if params else None
 
     def binary(self, name: str, node: torch.fx.Node):
         a, b = node.args[0], node.args[1]
@@ -176,6 +258,12 @@ class _Mapper:
         return name, {}, [self.operand(a), self.operand(b)], None
 
     def function_op(self, node: torch.fx.Node, target, x):
+        if node.args and (completed := self.completes(node, target)) is not None:
+            return completed
+        if target in (torch.linalg.vector_norm,) and _arg(node, 1, "ord", 2) == 2:
+            return "norm", self.reduced(node, 2), [self.operand(x)], None
+        if (view := self.view_op(node, target, x)) is not None:
+            return view
         if target in (F.gelu, "gelu"):
             approximate = _arg(node, 1, "approximate", "none")
             return ("gelu_tanh" if approximate == "tanh" else "gelu"), {}, [self.operand(x)], None
@@ -201,6 +289,24 @@ class _Mapper:
             return self.batched_matmul(node)
         raise Unmapped(f"{getattr(target, '__name__', target)} has no operator in the catalog")
 
+    def view_op(self, node: torch.fx.Node, target, x):
+        """transpose, permute and flatten(1), the catalog's views; None for anything else."""
+        if target in (torch.transpose, "transpose"):
+            rank = self.rank(x)
+            dims = {"dim": _arg(node, 1, "dim0") % rank, "dim2": _arg(node, 2, "dim1") % rank}
+            return "transpose", dims, [self.operand(x)], None
+        if target in (torch.permute, "permute"):
+            dims = node.args[1] if len(node.args) == 2 and isinstance(node.args[1], (list, tuple)) else node.args[1:]
+            return "permute", {"perm": [d % self.rank(x) for d in dims]}, [self.operand(x)], None
+        if target is torch.cat and len(node.args[0]) == 2:
+            operands = [self.operand(t) for t in node.args[0]]
+            return "cat", {"dim": _arg(node, 1, "dim", 0) % self.rank(node.args[0][0])}, operands, None
+        if target in (torch.flatten, "flatten"):
+            if _arg(node, 1, "start_dim", 0) != 1 or _arg(node, 2, "end_dim", -1) not in (-1, self.rank(x) - 1):
+                raise Unmapped("flatten other than from dim 1 to the end")
+            return "flatten", {}, [self.operand(x)], None
+        return None
+
     def batched_matmul(self, node: torch.fx.Node):
         a, b = node.args[0], node.args[1]
         if self.rank(a) != 3 or self.rank(b) != 3 or self.shape(a)[0] != self.shape(b)[0]:
@@ -208,13 +314,9 @@ class _Mapper:
         return "bmm", {}, [self.operand(a), self.operand(b)], None
 
     def module_op(self, node: torch.fx.Node, cls):
-        if node.target in self.module_uses:
-            raise Unmapped(f"self.{node.target} is called twice (ModelNew would create its parameters twice)")
-        self.module_uses.add(node.target)
         module = self.model.get_submodule(node.target)
         x = self.operand(node.args[0])
-        params = list(module.parameters(recurse=False))
-        init = self.param_order.index(id(params[0])) if params else None
+        init = self.use_module(node.target, "", {}, [])[3]
         if (name := _lookup(_UNARY, cls)) is not None:
             return name, {}, [x], None
         if (name := _lookup(_SOFTMAX, cls)) is not None:
@@ -266,11 +368,13 @@ def trace_model(model: nn.Module, inputs: list, init_args: list) -> dict:
     for node in gm.graph.nodes:
         if node.op == "output":
             continue
+        visit = {"placeholder": mapper.placeholder, "get_attr": mapper.get_attr}.get(node.op, mapper.call)
         try:
-            getattr(mapper, "placeholder" if node.op == "placeholder" else "get_attr" if node.op == "get_attr" else "call")(node)
+            visit(node)
         except Unmapped as why:
             target = _target(node, model) if node.op.startswith("call") else node.target
-            mapper.unmapped.append({"name": node.name, "target": getattr(target, "__name__", str(target)), "why": str(why)})
+            name = getattr(target, "__name__", str(target))
+            mapper.unmapped.append({"name": node.name, "target": name, "why": str(why)})
     outputs = []
     if not mapper.unmapped:
         try:
@@ -281,8 +385,13 @@ def trace_model(model: nn.Module, inputs: list, init_args: list) -> dict:
     if not mapper.unmapped and _creators(model) != used:
         mapper.unmapped.append({"name": "parameters", "target": "Model.__init__",
                                 "why": "Model holds parameters that forward does not use through a mapped operator"})
-    return {"ok": True, "init_args": init_args, "inputs": mapper.inputs, "params": [list(p.shape) for p in model.parameters()],
-            "param_tensors": mapper.param_tensors, "nodes": mapper.nodes, "outputs": outputs, "unmapped": mapper.unmapped}
+    return _dag(init_args, mapper.inputs, [list(p.shape) for p in model.parameters()], mapper.param_tensors,
+                mapper.nodes, outputs, mapper.unmapped)
+
+
+def _dag(init_args, inputs, params, param_tensors, nodes, outputs, unmapped) -> dict:
+    return {"ok": True, "init_args": init_args, "inputs": inputs, "params": params, "param_tensors": param_tensors,
+            "nodes": nodes, "outputs": outputs, "unmapped": unmapped}
 
 
 def _creators(model: nn.Module) -> set:
@@ -319,8 +428,8 @@ def trace_source(source: str, filename: str) -> dict:
         with torch.no_grad():
             return trace_model(model, list(inputs), _init_arg_names(model_cls))
     except Exception as exc:  # noqa: BLE001 - fx cannot trace data-dependent control flow, and more
-        return {"ok": True, "init_args": [], "inputs": [], "params": [], "param_tensors": [], "nodes": [], "outputs": [],
-                "unmapped": [{"name": "forward", "target": "torch.fx", "why": f"not traceable: {type(exc).__name__}: {exc}"}]}
+        why = f"not traceable: {type(exc).__name__}: {exc}"
+        return _dag([], [], [], [], [], [], [{"name": "forward", "target": "torch.fx", "why": why}])
 
 
 def trace_task(request: dict) -> dict:
