@@ -1,7 +1,7 @@
 // Test-time search for one task (docs/search.md): best-of-N, refinement rounds that show the
 // model its last verdict, the emitter's fragment partitions, then launch-configuration tuning of
-// the best kernel. Only `correct`
-// verdicts can win; with timings (GPU) the fastest wins, without them the first correct one.
+// the best kernel. Only `correct` verdicts can win; with timings (GPU) the fastest wins, without
+// them the first correct one.
 #include <set>
 
 #include <fmt/format.h>
