@@ -6,7 +6,9 @@
 # demo: the demo batch (scripts/demo-candidates.sh) timed on the GPU, verdicts in $OUT/h200-demo.jsonl.
 # synth: a --size gpu sample validated on the GPU, and reference solutions judged there (untimed).
 # search: launch-configuration search from the example level-2 solutions and from the emitter's
-#   solutions of synthesized fusion tasks; one directory per task under $OUT/search.
+#   solutions of synthesized fusion tasks; one directory per task under $OUT/search. Then the
+#   emitter's fragment search and tuning on each level-2 example (scripts/fragment-search.sh), with
+#   each task's speedup over its best-of-1 kernel in $OUT/search/fragments/speedups.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-results}"
@@ -39,7 +41,8 @@ for step in "${steps[@]}"; do
             for id in $(python3 -c "import json,sys;[print(json.loads(l)['id']) for l in open(sys.argv[1])]" "$OUT/search/synth.jsonl"); do
               tritium search --task "$id" --tasks "$OUT/search/synth.jsonl" --generator emitter --budget 1 \
                 --tune-budget "${TUNE:-10}" --device cuda --out "$OUT/search/$id" 2>"$OUT/search/$id.log" | tail -2
-            done ;;
+            done
+            bash scripts/fragment-search.sh "$OUT/search/fragments" cuda ;;
     tests) python3 -m pytest -q -p no:cacheprovider python/tests/test_engine_gpu.py \
              2>&1 | tee "$OUT/tests.log" | tail -15 || true ;;  # failures are reported; later steps still run
     *) args_var="${step^^}_ARGS"  # e.g. PROBE_ARGS="--runs 3", THROUGHPUT_ARGS="--untimed"

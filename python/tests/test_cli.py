@@ -10,7 +10,9 @@ import pytest
 
 from conftest import EXAMPLE_TASKS, FIXTURES
 
-TRITIUM = shutil.which("tritium", path=os.path.dirname(sys.executable)) or shutil.which("tritium")
+# TRITIUM_BIN: a build's own executable (a worktree's build/), instead of the installed one.
+TRITIUM = (os.environ.get("TRITIUM_BIN") or shutil.which("tritium", path=os.path.dirname(sys.executable))
+           or shutil.which("tritium"))
 
 
 def run(*args, timeout=300):

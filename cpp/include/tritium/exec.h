@@ -83,6 +83,11 @@ struct SuiteCheck {
 Result<SuiteCheck> check_suite(const Suite& suite, const RunnerOptions& options,
                                const CheckProgress& progress = {});
 
+/// The operator DAG of a task, traced in a reference runner (python/tritium/runner/trace.py;
+/// docs/search.md): the tracer's JSON, which lists what does not map onto the synth catalog. An
+/// Error when no runner starts or the task does not even run.
+Result<Json> trace_task(const Task& task, const RunnerOptions& options);
+
 std::string to_string(const TensorInfo& info);  // "float32[16, 1024]"
 Json to_json(const TensorInfo& info);
 Json to_json(const TaskCheck& check);

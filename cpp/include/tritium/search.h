@@ -66,13 +66,16 @@ struct SearchOptions {
   int rounds = 0;           // refinement rounds after best-of-N (each asks `refine_samples`)
   int refine_samples = 2;
   int tune_budget = 16;     // launch-configuration variants of the best kernel; 0 = no tuning
+  int fragment_budget = 16;  // emitter only: fragment partitions of the task's traced DAG; 0 = none
+  int max_fragment = 5;      // compute operators per fragment (DRTriton's bound)
+  std::string python;        // the tracer's interpreter; empty = find_python()
   Sampling sampling;
   int concurrency = 4;
 };
 
 /// One evaluated candidate of a search.
 struct Tried {
-  std::string stage;  // given, best_of_n, refine, tune
+  std::string stage;  // given, best_of_n, refine, fragments, tune
   std::string code;
   Verdict verdict;
   std::string note;   // what was changed (tuning) or asked (refinement)
@@ -87,7 +90,8 @@ struct SearchResult {
 
 /// Searches for the fastest correct kernel for `task`. Never picks a candidate whose verdict is
 /// not `correct`. `log` receives one JSON line per evaluated candidate as it happens. Without a
-/// generator only the given kernel is evaluated and tuned.
+/// generator only the given kernel is evaluated and tuned. With the emitter as the generator, the
+/// task's traced DAG is emitted once per fragment partition too (stage "fragments").
 SearchResult search_task(const Task& task, Generator* generator, Engine& engine, const SearchOptions& options,
                          const std::function<void(const Json&)>& log = {});
 
@@ -104,6 +108,17 @@ struct Knob {
 std::vector<Knob> find_knobs(const std::string& code);
 /// The values worth trying for a knob (powers of two near its value, in its legal range).
 std::vector<long> knob_values(const Knob& knob);
+
+/// Partitions of `ops` compute operators (in topological order) into contiguous fragments of at
+/// most `most` each, at most `cap` of them: the most fused (greedy, fragments of `most`) first,
+/// then the fully split, then the rest by fragment count. Each is the fragments' sizes.
+std::vector<std::vector<int>> fragment_partitions(int ops, int most, std::size_t cap);
+
+/// The fragment stage's candidates for `task`: (code, note) per partition, the emitter's default
+/// (no barriers) first when `with_default`. An Error says why there are none (the task does not
+/// trace, or an operator has no Triton form).
+using Candidates = std::vector<std::pair<std::string, std::string>>;
+Result<Candidates> fragment_candidates(const Task& task, const SearchOptions& options, bool with_default);
 
 Json to_json(const SearchResult& result);
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -109,6 +110,39 @@ using SynthProgress = std::function<void(std::size_t done, std::size_t total)>;
 
 /// `options.count` distinct tasks. Fails only on bad options (the message says which).
 Result<std::vector<SynthTask>> synthesize(const SynthOptions& options, const SynthProgress& progress = {});
+
+// ---- Given tasks: a traced DAG, emitted with fusion barriers (docs/search.md) ---------------------
+
+/// A Triton ModelNew and its plan (which ops go into which kernel, and how).
+struct Solution {
+  std::string code, plan;
+};
+
+/// The operator DAG of a KernelBench-format task, as the runner's tracer describes it
+/// (python/tritium/runner/trace.py): every node a catalog operator with a Triton form.
+class TaskGraph {
+ public:
+  TaskGraph(TaskGraph&&) noexcept;
+  TaskGraph& operator=(TaskGraph&&) noexcept;
+  ~TaskGraph();
+  int compute_ops() const;  // what fragments are made of, in topological order
+
+ private:
+  struct Impl;
+  explicit TaskGraph(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  friend Result<TaskGraph> graph_from_trace(const Json& trace);
+  friend Solution emit_fragments(const TaskGraph& graph, const std::vector<int>& fragments, const std::string& task_id);
+};
+
+/// The DAG of a trace. An Error when the trace lists unmapped nodes (they would have no kernel, and
+/// ModelNew may not leave compute to PyTorch), names an operator without a Triton form, or is malformed.
+Result<TaskGraph> graph_from_trace(const Json& trace);
+
+/// The emitter's ModelNew for the DAG, fusing only within fragments: `fragments` are the sizes of
+/// consecutive runs of compute operators (summing to compute_ops()); empty: one fragment, the
+/// emitter's default fusion.
+Solution emit_fragments(const TaskGraph& graph, const std::vector<int>& fragments, const std::string& task_id);
 
 /// Coverage of a set of synthesized tasks (their meta): op histogram with a chi-square test
 /// against uniform over the ops that were allowed, op-pair coverage, difficulty and size ranges.

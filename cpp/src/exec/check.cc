@@ -91,6 +91,20 @@ Result<SuiteCheck> check_suite(const Suite& suite, const RunnerOptions& options,
   return out;
 }
 
+Result<Json> trace_task(const Task& task, const RunnerOptions& options) {
+  exec::Runner runner(options);
+  if (auto error = runner.ensure_started()) return *error;
+  const Json request = {{"op", "trace_task"}, {"id", task.id}, {"source", task.source}, {"filename", task.origin}};
+  const exec::Reply reply = runner.call(request, options.timeout_s);
+  if (reply.kind != exec::Reply::Kind::ok)
+    return Error{fmt::format("{}: tracing failed: {}", task.origin, reply.detail)};
+  if (!reply.body.value("ok", false))
+    return Error{fmt::format("{}: tracing failed at {}: {}", task.origin,
+                             reply.body.value("stage", std::string("runner")),
+                             reply.body.value("error", std::string("no message")))};
+  return reply.body;
+}
+
 std::string to_string(const TensorInfo& info) {
   return fmt::format("{}[{}]", info.dtype, fmt::join(info.shape, ", "));
 }

@@ -34,7 +34,8 @@ class EmitterGenerator : public Generator {
       if (trimmed(t.source) != trimmed(*source)) continue;
       if (!t.meta.contains("solution") || !t.meta["solution"].is_string() || !t.meta.contains("plan"))
         return Error{fmt::format("task {} has no reference solution: the emitter answers synthesized tasks "
-                                 "(tritium synth --with-solutions)", t.id)};
+                                 "(tritium synth --with-solutions); `tritium search` emits kernels from the "
+                                 "traced DAG of others (stage fragments)", t.id)};
       const Generation g{format_response(t.meta["plan"].get<std::string>(), t.meta["solution"].get<std::string>()),
                          "stop"};
       return std::vector<Generation>(std::max(sampling.n, 1), g);

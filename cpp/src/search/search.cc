@@ -1,6 +1,7 @@
 // Test-time search for one task (docs/search.md): best-of-N, refinement rounds that show the
-// model its last verdict, then launch-configuration tuning of the best kernel. Only `correct`
-// verdicts can win; with timings (GPU) the fastest wins, without them the first correct one.
+// model its last verdict, the emitter's fragment partitions, then launch-configuration tuning of
+// the best kernel. Only `correct` verdicts can win; with timings (GPU) the fastest wins, without
+// them the first correct one.
 #include <set>
 
 #include <fmt/format.h>
@@ -42,6 +43,7 @@ class Searcher {
     if (options_.start_code) evaluate("given", {{*options_.start_code, "given"}});
     if (generator_ && options_.budget > 0) best_of_n();
     for (int round = 0; generator_ && round < options_.rounds; ++round) refine(round);
+    if (generator_ && generator_->name() == "emitter" && options_.fragment_budget > 0) fragments();
     for (std::size_t i = 0; i < result_.tried.size() && !result_.first; ++i)
       if (result_.tried[i].verdict.correct) result_.first = i;
     if (result_.best && options_.tune_budget > 0) tune();
@@ -99,6 +101,21 @@ class Searcher {
     const auto& b = result_.tried[base];
     const std::string prompt = refinement_prompt(task_.source, b.code, feedback(b.verdict));
     evaluate("refine", sample(prompt, options_.refine_samples, fmt::format("round {} from #{}", round + 1, base)));
+  }
+
+  // The emitter's kernels for each fragment partition of the task's traced DAG, in one batch. The
+  // default fusion leads when nothing is correct yet (a task without meta.solution), so that it is
+  // the best-of-1.
+  void fragments() {
+    auto candidates = fragment_candidates(task_, options_, !result_.best);
+    if (!candidates) {
+      if (log_) log_({{"stage", "fragments"}, {"skipped", candidates.error().message}});
+      return;
+    }
+    const std::size_t count = candidates->size(), before = result_.tried.size();
+    evaluate("fragments", std::move(*candidates));
+    // Cuts where nothing would fuse anyway repeat code already evaluated (the task's own solution too).
+    if (log_) log_({{"stage", "fragments"}, {"candidates", count}, {"evaluated", result_.tried.size() - before}});
   }
 
   // Coordinate descent over the best kernel's knobs: all values of one knob in one batch, keep the

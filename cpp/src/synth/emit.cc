@@ -96,20 +96,27 @@ InitCode init_code(const Graph& g, SizeNames& sizes) {
       init.args.push_back(name);
     return name;
   };
-  for (std::size_t t = 0; t < g.tensors.size(); ++t)
-    if (g.tensors[t].source == Source::param) {
-      std::vector<std::string> dims;
-      for (int d : g.tensors[t].dims) dims.push_back(arg(d));
-      init.body += fmt::format("        self.p{} = nn.Parameter(torch.randn({}))\n", t, fmt::join(dims, ", "));
-    }
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+  auto parameter = [&](int t) {
+    std::vector<std::string> dims;
+    for (int d : g.tensors[t].dims) dims.push_back(arg(d));
+    init.body += fmt::format("        self.p{} = nn.Parameter(torch.randn({}))\n", t, fmt::join(dims, ", "));
+  };
+  auto module = [&](int i) {
     const OpNode& n = g.nodes[i];
-    if (n.op->module.empty()) continue;
     std::map<std::string, std::string> args = {
         {"bn", std::to_string(std::max<int>(1, static_cast<int>(g.tensors[n.operands[0]].dims.size()) - 2))}};
     for (const auto& [name, v] : n.vars) args[name] = arg(v);
     init.body += fmt::format("        {} = {}\n", module_attr(n, i), substitute(n.op->module, args));
+  };
+  std::vector<Graph::Creator> order = g.init_order;
+  if (order.empty()) {
+    for (std::size_t t = 0; t < g.tensors.size(); ++t)
+      if (g.tensors[t].source == Source::param) order.push_back({false, static_cast<int>(t)});
+    for (std::size_t i = 0; i < g.nodes.size(); ++i)
+      if (!g.nodes[i].op->module.empty()) order.push_back({true, static_cast<int>(i)});
   }
+  for (const auto& c : order) c.module ? module(c.index) : parameter(c.index);
+  if (!g.init_args.empty()) init.args = g.init_args;
   return init;
 }
 

@@ -194,8 +194,22 @@ std::string row_kernel_source(std::string_view op, const RowKernel& k) {
 
 bool reads(const OpNode& n, int t) { return std::find(n.operands.begin(), n.operands.end(), t) != n.operands.end(); }
 
-// Elementwise nodes grouped by the node whose output they feed into (the group's root).
-std::vector<int> fusion_roots(const Graph& g, const std::vector<std::int64_t>& values) {
+// The fragment of each node: `sizes` counts compute operators per fragment, in node order; a shape
+// op goes with the compute op before it. No sizes: one fragment.
+std::vector<int> fragment_of(const Graph& g, const std::vector<int>& sizes) {
+  std::vector<int> fragment(g.nodes.size(), 0);
+  int current = 0, left = sizes.empty() ? -1 : sizes[0];
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].op->compute && left == 0 && current + 1 < static_cast<int>(sizes.size())) left = sizes[++current];
+    if (g.nodes[i].op->compute) --left;
+    fragment[i] = current;
+  }
+  return fragment;
+}
+
+// Elementwise nodes grouped by the node whose output they feed into (the group's root), within a fragment.
+std::vector<int> fusion_roots(const Graph& g, const std::vector<std::int64_t>& values,
+                              const std::vector<int>& fragment) {
   std::vector<int> root(g.nodes.size());
   auto shape = [&](int t) { return solved_shape(g.tensors[t], values); };
   for (int i = static_cast<int>(g.nodes.size()) - 1; i >= 0; --i) {
@@ -204,7 +218,8 @@ std::vector<int> fusion_roots(const Graph& g, const std::vector<std::int64_t>& v
     if (!is_elementwise(n) || g.tensors[n.out].consumers != 1) continue;
     for (int j = i + 1; j < static_cast<int>(g.nodes.size()); ++j) {
       const OpNode& c = g.nodes[j];
-      if (reads(c, n.out) && is_elementwise(c) && shape(c.out) == shape(n.out)) root[i] = root[j];
+      if (reads(c, n.out) && is_elementwise(c) && shape(c.out) == shape(n.out) && fragment[i] == fragment[j])
+        root[i] = root[j];
       if (reads(c, n.out)) break;
     }
   }
@@ -215,9 +230,9 @@ std::vector<int> fusion_roots(const Graph& g, const std::vector<std::int64_t>& v
 // group of the first elementwise reader of its output. The group's output must have the matmul
 // output's shape (a tile of one is a tile of the other) and the group host no other epilogue. The
 // fused kernel runs at the root's place, so every reader of the matmul output outside the group
-// must come after the root; that output is then stored too.
-std::vector<int> epilogue_hosts(const Graph& g, const std::vector<int>& roots,
-                                const std::vector<std::int64_t>& values) {
+// must come after the root; that output is then stored too. The group must lie in the matmul's fragment.
+std::vector<int> epilogue_hosts(const Graph& g, const std::vector<int>& roots, const std::vector<std::int64_t>& values,
+                                const std::vector<int>& fragment) {
   const int count = static_cast<int>(g.nodes.size());
   auto shape = [&](int t) { return solved_shape(g.tensors[t], values); };
   std::vector<int> host(count, -1);
@@ -228,7 +243,7 @@ std::vector<int> epilogue_hosts(const Graph& g, const std::vector<int>& roots,
     int r = -1;
     for (int j = m + 1; j < count && r < 0; ++j)
       if (reads(g.nodes[j], t) && is_elementwise(g.nodes[j])) r = roots[j];
-    if (r < 0 || taken.count(r) || shape(t) != shape(g.nodes[r].out)) continue;
+    if (r < 0 || taken.count(r) || shape(t) != shape(g.nodes[r].out) || fragment[r] != fragment[m]) continue;
     bool legal = true;
     for (int j = m + 1; j < count; ++j) legal = legal && (!reads(g.nodes[j], t) || roots[j] == r || j > r);
     if (!legal) continue;
@@ -445,7 +460,8 @@ bool solvable(const Graph& g) {
   return std::all_of(g.nodes.begin(), g.nodes.end(), [](const OpNode& n) { return !n.op->triton.empty(); });
 }
 
-std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int64_t>& values, const std::string& task_id) {
+std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int64_t>& values,
+                                      const std::string& task_id, const std::vector<int>& fragments) {
   if (!solvable(g)) return std::nullopt;
   Writer w{g, values, {}, {}, {}, {}, {}, {}};
   std::vector<int> outputs;
@@ -454,8 +470,9 @@ std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int
     if (s == Source::input || s == Source::positive_input) w.inputs.push_back(static_cast<int>(t));
     if (s == Source::node && g.tensors[t].consumers == 0) outputs.push_back(static_cast<int>(t));
   }
-  const auto roots = fusion_roots(g, values);
-  const auto hosts = epilogue_hosts(g, roots, values);
+  const auto fragment = fragment_of(g, fragments);
+  const auto roots = fusion_roots(g, values, fragment);
+  const auto hosts = epilogue_hosts(g, roots, values, fragment);
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const OpNode& n = g.nodes[i];
     const auto kind = n.op->triton;

@@ -40,6 +40,16 @@ struct Graph {
   std::vector<OpNode> nodes;
   ShapeProblem shapes;
   int compute = 0;  // compute operators: the difficulty
+  // A traced graph (trace_graph.cc) keeps its Model's parameter order, which ModelNew must repeat:
+  // each creator is a parameter tensor or the node whose module holds parameters. Empty for sampled
+  // graphs: parameter tensors first, then modules in node order. Likewise Model.__init__'s argument
+  // names, which sampled graphs derive from their size variables.
+  struct Creator {
+    bool module;
+    int index;  // node index (module) or tensor id (parameter)
+  };
+  std::vector<Creator> init_order;
+  std::vector<std::string> init_args;
 };
 
 /// Shape domains and runtime bounds of a size profile.
@@ -111,11 +121,11 @@ std::string number(double x);  // a Python literal of an attribute: 0.5, 2
 std::vector<std::int64_t> solved_shape(const TensorNode& t, const std::vector<std::int64_t>& values);
 
 /// A reference Triton ModelNew for the graph and its plan (which ops go into which kernel, how).
-struct Solution {
-  std::string code, plan;
-};
+/// `fragments` (sizes of consecutive runs of compute operators) are fusion barriers: ops of two
+/// fragments never share a kernel. Empty: the whole graph is one fragment.
 bool solvable(const Graph& g);  // every operator has a Triton form
-std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int64_t>& values, const std::string& task_id);
+std::optional<Solution> emit_solution(const Graph& g, const std::vector<std::int64_t>& values,
+                                      const std::string& task_id, const std::vector<int>& fragments = {});
 
 /// The KernelBench-format source of a solved graph, and its meta.
 Task emit_task(const Graph& g, const std::vector<std::int64_t>& values, const Estimate& cost, const std::string& id,

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "../../src/synth/graph.h"
+#include "../fixtures.h"
 #include "tritium/synth.h"
 #include "tritium/verify.h"
 
@@ -273,6 +274,73 @@ TEST(Synthesize, RejectsBadOptionsWithAMessage) {
   const auto r = synthesize(o);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("compute"), std::string::npos);
+}
+
+// Traced tasks (tests/fixtures/traces: the tracer's output for example tasks).
+Json trace_fixture(const std::string& name) {
+  return Json::parse(*read_file(testing::fixture("traces/" + name + ".json")));
+}
+
+std::string example_task(const std::string& name) {
+  return *read_file(testing::source_dir() / "examples" / "tasks" / "level2" / (name + ".py"));
+}
+
+TEST(TracedGraphs, TheDefaultEmissionPassesTheVerifierAgainstTheTask) {
+  const auto graph = graph_from_trace(trace_fixture("03_linear_relu_sum"));
+  ASSERT_TRUE(graph) << graph.error().message;
+  EXPECT_EQ(graph->compute_ops(), 3);
+  const Solution sol = emit_fragments(*graph, {}, "03_linear_relu_sum");
+  const auto v = verify_code(sol.code, example_task("03_linear_relu_sum"));
+  EXPECT_EQ(v.status, "valid") << to_json(v).dump() << "\n" << sol.code;
+  EXPECT_NE(sol.code.find("def __init__(self, in_features, out_features):"), std::string::npos) << sol.code;
+  EXPECT_NE(sol.code.find("nn.Linear(100, 50)"), std::string::npos) << sol.code;
+}
+
+TEST(TracedGraphs, CutsMaterialiseTensorsAndStartNewKernels) {
+  const auto graph = graph_from_trace(trace_fixture("07_swish_channel_bias"));  // sigmoid, mul, add
+  ASSERT_TRUE(graph) << graph.error().message;
+  const Solution fused = emit_fragments(*graph, {}, "t");
+  EXPECT_EQ(occurrences(fused.code, "@triton.jit"), 1u) << fused.code;
+  EXPECT_EQ(emit_fragments(*graph, {3}, "t").code, fused.code);  // one fragment: the default
+  EXPECT_EQ(occurrences(emit_fragments(*graph, {2, 1}, "t").code, "@triton.jit"), 2u);
+  EXPECT_EQ(occurrences(emit_fragments(*graph, {1, 1, 1}, "t").code, "@triton.jit"), 3u);
+}
+
+TEST(TracedGraphs, ACutKeepsAnElementwiseOpOutOfAMatmulEpilogue) {
+  const auto graph = graph_from_trace(trace_fixture("03_linear_relu_sum"));
+  ASSERT_TRUE(graph) << graph.error().message;
+  EXPECT_NE(emit_fragments(*graph, {2, 1}, "t").plan.find("fused into the epilogue"), std::string::npos);
+  const Solution split = emit_fragments(*graph, {1, 2}, "t");
+  EXPECT_EQ(split.plan.find("fused into the epilogue"), std::string::npos) << split.plan;
+  EXPECT_NE(split.code.find("_mm_kernel[grid]"), std::string::npos) << split.code;
+}
+
+TEST(TracedGraphs, ParametersAreCreatedInTheModelsOrder) {
+  // The Model registers its LayerNorm before its Linear, and forward calls them the other way round.
+  const auto graph = graph_from_trace(trace_fixture("init_order"));
+  ASSERT_TRUE(graph) << graph.error().message;
+  const std::string code = emit_fragments(*graph, {}, "t").code;
+  const auto param = code.find("nn.Parameter(torch.randn(48))"), norm = code.find("nn.LayerNorm(48)"),
+             linear = code.find("nn.Linear(24, 48)");
+  ASSERT_NE(linear, std::string::npos) << code;
+  EXPECT_LT(param, norm) << code;
+  EXPECT_LT(norm, linear) << code;
+}
+
+TEST(TracedGraphs, UnmappedNodesAreNamedInTheError) {
+  const auto graph = graph_from_trace(trace_fixture("02_conv2d_relu_bias_add"));
+  ASSERT_FALSE(graph);
+  EXPECT_NE(graph.error().message.find("conv (Conv2d)"), std::string::npos) << graph.error().message;
+}
+
+TEST(TracedGraphs, MalformedTracesAreErrors) {
+  Json bad = trace_fixture("07_swish_channel_bias");
+  bad["nodes"][1]["operands"][1] = {{"node", 7}};
+  EXPECT_FALSE(graph_from_trace(bad));
+  bad = trace_fixture("07_swish_channel_bias");
+  bad["nodes"][0]["op"] = "conv2d";
+  EXPECT_FALSE(graph_from_trace(bad));
+  EXPECT_FALSE(graph_from_trace(Json{{"ok", false}, {"error", "no Model"}}));
 }
 
 }  // namespace

@@ -60,6 +60,7 @@ int run_search(const SearchCliOptions& o) {
     if (!code) return fail(kUsage, code.error().message);
     options.start_code = std::move(*code);
   }
+  options.python = o.engine.options().python;
   options.sampling = o.model.sampling;
   options.concurrency = o.model.concurrency;
   std::ofstream log(dir / "search.jsonl", std::ios::trunc);
@@ -112,6 +113,9 @@ void add_search_command(CLI::App& root, Commands& commands) {
   app->add_option("--rounds", o->search.rounds, "Refinement rounds after best-of-N")->capture_default_str();
   app->add_option("--refine-samples", o->search.refine_samples, "Samples per refinement round")->capture_default_str();
   app->add_option("--tune-budget", o->search.tune_budget, "Launch-configuration variants of the best kernel (GPU)")
+      ->capture_default_str();
+  app->add_option("--fragment-budget", o->search.fragment_budget,
+                  "With --generator emitter: fragment partitions of the traced task to evaluate (0: none)")
       ->capture_default_str();
   app->add_option("--out", o->out, "Directory for best.py, search.jsonl and result.json")->required();
   app->add_flag("--json", o->json, "Print the result as JSON");

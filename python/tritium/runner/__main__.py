@@ -78,8 +78,10 @@ def main() -> int:
     else:
         from .reference import reference
         from .tasks import check_task
+        from .trace import trace_task
 
-        handlers = {"check_task": check_task, "reference": reference, "device_info": _device_info}
+        handlers = {"check_task": check_task, "trace_task": trace_task, "reference": reference,
+                    "device_info": _device_info}
     hello = _hello(device)
     protocol.write_frame(channel, hello)
     if not hello["ok"]:
