@@ -27,7 +27,7 @@ def test_a_thousand_cpu_tasks_of_difficulty_1_to_8_all_run(tmp_path):
     assert report["validated"] == 1000 and report["failed"] == 0
     lines = [json.loads(line) for line in suite.read_text().splitlines()]
     # Ill-conditioned tasks (the task linter's warning) are dropped, not written.
-    assert len(lines) == 1000 - report["ill_conditioned"] and report["ill_conditioned"] <= 10
+    assert len(lines) == 1000 - report["ill_conditioned"] and report["ill_conditioned"] <= 20  # 2 of 300 here
     # The size profile's guarantee is on the cost model, which is deterministic; the measured
     # forward times (report["slowest_forward_ms"]) depend on the machine's load and belong in a
     # benchmark, not in a test.
