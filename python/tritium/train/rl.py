@@ -64,9 +64,10 @@ def rollout(model, tokenizer, prompt: str, group_size: int, max_new_tokens: int,
     prompt_ids = tokenizer(data.prompt_text(tokenizer, prompt), add_special_tokens=False)["input_ids"]
     inputs = torch.tensor([prompt_ids] * group_size, device=device)
     model.eval()
-    out = model.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs), do_sample=True,
-                         temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+    # Temperature 0 is greedy decoding (an eval's pass@1 without sampling noise).
+    sampling = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
+    out = model.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs), max_new_tokens=max_new_tokens,
+                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, **sampling)
     model.train()
     completions = []
     for row in out[:, len(prompt_ids):].tolist():
