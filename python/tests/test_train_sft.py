@@ -92,3 +92,12 @@ def test_bad_inputs_say_what_is_wrong(tmp_path):
         models.load("tiny")
     with pytest.raises(ValueError, match="model directory"):
         models.load(str(tmp_path / "nowhere"))
+
+
+def test_the_tiny_preset_takes_its_shape_from_the_config():
+    corpus = [s.read_text() for s in sorted(EXAMPLE_SOLUTIONS.rglob("*.py"))]
+    model, _ = models.load("tiny", corpus=corpus, tiny={"hidden_size": 64, "num_hidden_layers": 3})
+    assert (model.config.hidden_size, model.config.num_hidden_layers) == (64, 3)
+    assert model.config.intermediate_size == models.TINY["intermediate_size"]
+    with pytest.raises(ValueError, match="unknown keys.*'layers'"):
+        models.load("tiny", corpus=corpus, tiny={"layers": 3})

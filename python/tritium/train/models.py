@@ -42,13 +42,17 @@ def tiny_model(tokenizer, seed: int = 0, **overrides) -> LlamaForCausalLM:
     return LlamaForCausalLM(config)
 
 
-def load(spec: str, corpus: list[str] | None = None, seed: int = 0, dtype=torch.float32):
-    """(model, tokenizer) for "tiny" (needs `corpus` for its tokenizer) or a model directory."""
+def load(spec: str, corpus: list[str] | None = None, seed: int = 0, dtype=torch.float32, tiny: dict | None = None):
+    """(model, tokenizer) for "tiny" (needs `corpus` for its tokenizer; `tiny` overrides its shape)
+    or a model directory."""
     if spec == "tiny":
         if not corpus:
             raise ValueError("the tiny preset trains its tokenizer on the training texts: pass a corpus")
+        unknown = set(tiny or {}) - set(TINY)
+        if unknown:
+            raise ValueError(f"[sft] tiny: unknown keys {sorted(unknown)}; known: {sorted(TINY)}")
         tokenizer = train_tokenizer(corpus)
-        return tiny_model(tokenizer, seed), tokenizer
+        return tiny_model(tokenizer, seed, **(tiny or {})), tokenizer
     path = pathlib.Path(spec)
     if not path.is_dir():
         raise ValueError(f"model {spec!r}: expected 'tiny' or a transformers model directory")

@@ -28,6 +28,7 @@ class SFTConfig:
     data: str
     out: str
     model: str = "tiny"
+    tiny: dict | None = None   # the tiny preset's shape, over models.TINY (hidden_size, num_hidden_layers, ...)
     eval_data: str | None = None
     steps: int = 100
     batch_size: int = 4
@@ -113,7 +114,7 @@ def train_sft(cfg: SFTConfig, log=print) -> dict:
         model, tokenizer = models.load(str(resume_from))
     else:
         corpus = [r["prompt"] + "\n" + r["response"] for r in rows]
-        model, tokenizer = models.load(cfg.model, corpus=corpus, seed=cfg.seed)
+        model, tokenizer = models.load(cfg.model, corpus=corpus, seed=cfg.seed, tiny=cfg.tiny)
     model.to(device).train()
     encoded = [data.encode(tokenizer, r["prompt"], r["response"], cfg.max_len) for r in rows]
     examples = [e for e in encoded if e is not None]
