@@ -7,12 +7,20 @@ export VENV BUILD_DIR
 # ctest drives the runner with the venv's Python.
 export TRITIUM_PYTHON := $(abspath $(PY))
 
-.PHONY: setup demo test test-cpp test-python bench fuzz clean
+.PHONY: setup demo demo-examples test test-cpp test-python bench fuzz clean
 
 setup:
 	@bash scripts/setup.sh
 
+# The tiny end-to-end run (configs/tiny-cpu.toml): synthesize, SFT, RL, evaluate on held-out tasks.
 demo: setup
+	$(VENV)/bin/tritium train --config configs/tiny-cpu.toml
+	@sed -n '/^## Overall/,/^## Error/p' runs/tiny-cpu/report/report.md | head -n -1
+	@echo "full report: runs/tiny-cpu/report/report.html"
+
+# The example tasks' references checked, then the example solutions and a few cheating kernels
+# judged by the sandboxed engine.
+demo-examples: setup
 	$(VENV)/bin/tritium tasks examples/tasks --check
 	@bash scripts/demo-candidates.sh > $(BUILD_DIR)/demo-candidates.jsonl
 	-$(VENV)/bin/tritium eval --tasks examples/tasks --candidates $(BUILD_DIR)/demo-candidates.jsonl --no-static --timeout 30
