@@ -1,7 +1,7 @@
 // The evaluation engine: a queue of candidates over worker slots, each slot a warm candidate
-// runner; a few trusted runners compute each task's reference once (in parallel across tasks:
-// torch.compile is CPU work); verdicts are judged from files
-// and cached. Layout of the work directory:
+// runner; trusted runners compute each task's reference outputs once (in parallel across tasks)
+// and, on a GPU, time it apart (torch.compile is seconds of CPU work that candidates need not
+// wait for: only their speedups do); verdicts are judged from files and cached. Layout of the work directory:
 //   refs/<task>/     reference files (hidden from candidates by the sandbox)
 //   jobs/<n>/        one candidate's private directory: its code, linked inputs, its outputs
 //   gpu-<k>.lock     GPU k's lock (flock: timing exclusive, other GPU work shared; timing.py)
@@ -96,6 +96,55 @@ std::size_t output_bytes(const Json& trial) {
   return total;
 }
 
+// Long-lived threads over one job queue; a job gets its worker's index. Runners' parent-death
+// signal follows the thread that started them, so runners are started only from threads like
+// these, which live as long as the engine. stop() runs what is queued, then joins.
+class WorkerPool {
+ public:
+  void start(int n) {
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this, i] { serve(i); });
+  }
+
+  void submit(std::function<void(int)> job) {
+    {
+      std::lock_guard lock(mutex_);
+      jobs_.push_back(std::move(job));
+    }
+    ready_.notify_one();
+  }
+
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void serve(int index) {
+    for (;;) {
+      std::function<void(int)> job;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job(index);
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void(int)>> jobs_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
 }  // namespace
 
 struct Engine::Impl {
@@ -119,47 +168,16 @@ struct Engine::Impl {
   std::map<std::string, std::shared_future<exec::Reference>> refs;
   std::atomic<std::size_t> job_counter{0};
 
-  // Slot threads live as long as the engine: a runner's parent-death signal follows the thread
-  // that started it, so runners must be started from threads that do not come and go.
-  std::mutex queue_mutex;
-  std::condition_variable queue_ready;
-  std::deque<std::function<void(int)>> queue;
-  bool stopping = false;
-  std::vector<std::thread> workers;
+  // A task's reference timing (eager and torch.compile), asked for once its outputs exist and
+  // filled into verdicts when it lands, so candidates are checked while the reference compiles.
+  std::map<std::string, std::shared_future<Json>> timings;  // under refs_mutex, keyed like refs
 
-  void start_workers(int n) {
-    for (int slot = 0; slot < n; ++slot) workers.emplace_back([this, slot] { serve(slot); });
-  }
-
-  void serve(int slot) {
-    for (;;) {
-      std::function<void(int)> job;
-      {
-        std::unique_lock lock(queue_mutex);
-        queue_ready.wait(lock, [&] { return stopping || !queue.empty(); });
-        if (queue.empty()) return;
-        job = std::move(queue.front());
-        queue.pop_front();
-      }
-      job(slot);
-    }
-  }
-
-  void submit(std::function<void(int)> job) {
-    {
-      std::lock_guard lock(queue_mutex);
-      queue.push_back(std::move(job));
-    }
-    queue_ready.notify_one();
-  }
+  WorkerPool candidates;  // one thread per slot
+  WorkerPool timers;      // reference timings
 
   ~Impl() {
-    {
-      std::lock_guard lock(queue_mutex);
-      stopping = true;
-    }
-    queue_ready.notify_all();
-    for (auto& t : workers) t.join();
+    candidates.stop();
+    timers.stop();
     slots.clear();
     trusted.clear();
     if (own_work && !options.keep_files) {
@@ -221,16 +239,29 @@ struct Engine::Impl {
     return reply;
   }
 
-  exec::Reference compute_reference(const Task& task, const fs::path& dir) {
+  bool timed() const { return options.timing && device == "cuda"; }
+  static std::string ref_key(const Task& task) { return sha256_hex(task.source).substr(0, 24); }
+
+  // What both trusted requests about a task (its outputs, its timing) say of it.
+  Json task_request(const std::string& op, const Task& task, const fs::path& dir) const {
     const std::string ref_device = device == "cuda" ? "cuda:0" : "cpu";
+    return {{"op", op},
+            {"id", task.id},
+            {"source", task.source},
+            {"filename", task.origin.empty() ? task.id : task.origin},
+            {"device", ref_device},
+            {"seed", seed},
+            {"dir", dir.string()},
+            {"lock_path", lock_path(ref_device).string()},
+            {"lock_wait_s", lock_wait_s()},
+            {"timeout_s", kReferenceTimeoutS}};
+  }
+
+  // The outputs (trials and spot sets, written to `dir`); the timing is asked for apart.
+  exec::Reference compute_reference(const Task& task, const fs::path& dir) {
     const auto tol = exec::tolerance_for(options.profile, "float32").value_or(exec::Tolerance{1e-4, 1e-4});
-    const Json request = {{"op", "reference"},       {"id", task.id},
-                          {"source", task.source},   {"filename", task.origin.empty() ? task.id : task.origin},
-                          {"device", ref_device},    {"seed", seed},
-                          {"trials", options.trials}, {"dir", dir.string()},
-                          {"time", options.timing},  {"lock_path", lock_path(ref_device).string()},
-                          {"lock_wait_s", lock_wait_s()},
-                          {"atol", tol.atol},        {"timeout_s", kReferenceTimeoutS}};
+    Json request = task_request("reference", task, dir);
+    request.update({{"trials", options.trials}, {"time", false}, {"atol", tol.atol}});
     const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
     exec::Reference ref;
     ref.dir = dir;
@@ -249,7 +280,7 @@ struct Engine::Impl {
 
   // Computed once per task and engine; concurrent slots wait for the first one's result.
   exec::Reference reference_for(const Task& task) {
-    const std::string key = sha256_hex(task.source).substr(0, 24);
+    const std::string key = ref_key(task);
     std::promise<exec::Reference> promise;
     std::shared_future<exec::Reference> future;
     bool mine = false;
@@ -264,8 +295,42 @@ struct Engine::Impl {
         future = it->second;
       }
     }
-    if (mine) promise.set_value(compute_reference(task, work / "refs" / key));
+    if (mine) {
+      exec::Reference ref = compute_reference(task, work / "refs" / key);
+      if (ref.ok && timed()) start_timing(task, ref.dir, key);
+      promise.set_value(std::move(ref));
+    }
     return future.get();
+  }
+
+  void start_timing(const Task& task, const fs::path& dir, const std::string& key) {
+    auto timing = std::make_shared<std::promise<Json>>();
+    {
+      std::lock_guard lock(refs_mutex);
+      timings.emplace(key, timing->get_future().share());
+    }
+    timers.submit([this, timing, request = task_request("time_reference", task, dir)](int) {
+      const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
+      // A reference that cannot be timed leaves its candidates untimed, with the reason.
+      if (reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false))
+        timing->set_value(reply.body.value("timing", Json()));
+      else
+        timing->set_value(Json{{"error", reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string())
+                                                                             : reply.detail}});
+    });
+  }
+
+  // The reference with its timing once that has landed (waits for it); as it is without timing.
+  exec::Reference with_timing(exec::Reference ref, const Task& task) {
+    std::shared_future<Json> timing;
+    {
+      std::lock_guard lock(refs_mutex);
+      auto it = timings.find(ref_key(task));
+      if (it == timings.end()) return ref;
+      timing = it->second;
+    }
+    ref.body["timing"] = timing.get();
+    return ref;
   }
 
   Result<fs::path> prepare_job(const exec::Reference& ref, const std::string& code) {
@@ -329,7 +394,8 @@ struct Engine::Impl {
       reply = {exec::Reply::Kind::died, nullptr, error->message};
     else
       reply = runner.call(evaluate_request(slot, ref, *job), options.timeout_s + kBackstopS);
-    exec::judge(reply, ref, *job, options.profile, v);
+    const bool ran = reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false);
+    exec::judge(reply, ran ? with_timing(ref, task) : ref, *job, options.profile, v);
     if (!options.keep_files) {
       std::error_code ec;
       fs::remove_all(*job, ec);
@@ -459,7 +525,9 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   }
   if (options.memory_gb <= 0) options.memory_gb = std::max(1.0, physical_gb() * 0.6 / options.jobs);
   impl->options = std::move(options);
-  impl->start_workers(impl->options.jobs);
+  impl->candidates.start(impl->options.jobs);
+  // Half the trusted runners at most time references, so outputs that candidates wait for still find one.
+  if (impl->timed()) impl->timers.start(std::max(1, references / 2));
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -477,7 +545,7 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
       if (progress) progress(done, items.size(), verdicts[i]);
       continue;
     }
-    impl_->submit([&, i, prepared = std::move(prepared)](int slot) {
+    impl_->candidates.submit([&, i, prepared = std::move(prepared)](int slot) {
       try {
         verdicts[i] = impl_->evaluate_one(slot, items[i], prepared);
       } catch (const std::exception& e) {  // a bug must cost one verdict, not the process

@@ -205,6 +205,9 @@ void fill_timing(const Json& timed, const Reference& ref, Verdict& v) {
   if (timing.is_object()) {
     v.ref_eager_ms = number(timing.value("eager", Json()), "median_ms");
     v.ref_compile_ms = number(timing.value("compile", Json()), "median_ms");
+    if (timing.contains("error"))
+      v.timing_note += std::string(v.timing_note.empty() ? "" : "; ") + "the reference could not be timed: " +
+                       timing.value("error", std::string());
   }
   if (v.runtime_ms && *v.runtime_ms > 0) {
     if (v.ref_eager_ms) v.speedup_eager = *v.ref_eager_ms / *v.runtime_ms;

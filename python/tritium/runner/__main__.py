@@ -76,12 +76,12 @@ def main() -> int:
         warm_up()
         handlers = {"evaluate": evaluate}
     else:
-        from .reference import reference
+        from .reference import reference, time_reference
         from .tasks import check_task
         from .trace import trace_task
 
         handlers = {"check_task": check_task, "trace_task": trace_task, "reference": reference,
-                    "device_info": _device_info}
+                    "time_reference": time_reference, "device_info": _device_info}
     hello = _hello(device)
     protocol.write_frame(channel, hello)
     if not hello["ok"]:

@@ -15,7 +15,7 @@ import torch
 from . import inputs as trial_inputs
 from .monitor import Monitor, install_launch_hook, recording
 from .tasks import load_module, source_line, synchronize
-from .tensorfile import read_tensors, write_tensors
+from .tensorfile import load_inputs, read_tensors, write_tensors
 from .timing import GpuLock
 
 CPU_SHAPED_CALLS = 8  # on the CPU nothing is timed, but the calls a timing loop makes are checked
@@ -35,16 +35,6 @@ def _classify(exc: BaseException, filename: str, what: str) -> Failure:
     stage = "compile" if names & {"CompilationError", "CompileTimeAssertionFailure"} else "runtime"
     limit = any(marker in text for marker in INTERPRETER_LIMITS)
     return Failure(stage, f"{what}: {text[:2000]}", source_line(exc, filename), interpreter_limit=limit)
-
-
-def _load_inputs(path: str, device: str) -> list:
-    tensors, meta = read_tensors(path)
-    values = meta.get("values", {})
-    out = []
-    for i in range(int(meta.get("count", len(tensors)))):
-        key = f"in{i}"
-        out.append(tensors[key].to(device) if key in tensors else values.get(key))
-    return out
 
 
 def _poison_free_memory(device: str, nbytes: int) -> None:
@@ -104,7 +94,7 @@ def _checked_trials(model, request: dict, monitor: Monitor, filename: str) -> li
     device, directory = request["device"], request["dir"]
     report = []
     for trial in request["trials"]:
-        values = _load_inputs(os.path.join(directory, f"trial-{trial['index']}.in.tt"), device)
+        values = load_inputs(os.path.join(directory, f"trial-{trial['index']}.in.tt"), device)
         _poison_free_memory(device, int(trial.get("output_bytes", 0)) * 2)
         getattr(model, trial["mode"])()
         outputs, seen = _call(model, values, device, monitor, filename)
@@ -118,7 +108,7 @@ def _checked_trials(model, request: dict, monitor: Monitor, filename: str) -> li
 def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: GpuLock) -> dict:
     """Fresh inputs every call; the spot sets at engine-seeded positions, the last always one."""
     device, directory = request["device"], request["dir"]
-    spots = [_load_inputs(os.path.join(directory, f"spot-{k}.in.tt"), device) for k in range(request["spots"])]
+    spots = [load_inputs(os.path.join(directory, f"spot-{k}.in.tt"), device) for k in range(request["spots"])]
     fresh = trial_inputs.fresh_source(spots, request["seed"], "fresh-candidate", device)
     chooser = random.Random(trial_inputs.trial_seed(request["seed"], 0, "spots"))
 

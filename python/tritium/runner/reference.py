@@ -15,7 +15,7 @@ import torch
 
 from . import inputs as trial_inputs
 from .tasks import TaskFailure, describe, flatten_outputs, load_module, require, run_stage
-from .tensorfile import write_tensors
+from .tensorfile import load_inputs, write_tensors
 from .timing import GpuLock
 
 CONDITION_MARGIN = 0.25  # the share of the tolerance the reference itself may use
@@ -231,29 +231,44 @@ def _run_trials(module, model, get_inputs, request: dict, filename: str, device:
     return trials, warnings, spots
 
 
-def reference(request: dict) -> dict:
-    """Builds the reference model, perturbs it, and writes every trial's inputs and outputs."""
+def _build(request: dict, filename: str, seed: int):
+    """(module, model on the CPU with its perturbed parameters, init inputs): the same for the same
+    source and seed, so a later request rebuilds the very model the outputs came from."""
+    module = load_module(request["source"], filename)
+    model_cls = require(module, "Model", "class Model")
+    get_init_inputs = require(module, "get_init_inputs", "get_init_inputs()")
+    init_inputs = list(run_stage("init", "get_init_inputs() raised", filename, get_init_inputs))
+    if not _jsonable(init_inputs):
+        raise TaskFailure("init", "get_init_inputs() must return JSON-like values (numbers, strings, lists)")
+    torch.manual_seed(seed)
+    model = run_stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs))
+    _perturb(model, seed)
+    return module, model, init_inputs
+
+
+def _start(request: dict) -> tuple[str, str, int]:
     filename = request.get("filename") or request.get("id", "<task>")
     device = request.get("device", "cpu")
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))
+    # The reference in true float32: TF32 convolutions (PyTorch's default) differ by ~1e-3.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return filename, device, int(request.get("seed", 0))
+
+
+def _failed(failure: TaskFailure) -> dict:
+    return {"ok": False, "stage": failure.stage, "error": str(failure), **({"line": failure.line} if failure.line else {})}
+
+
+def reference(request: dict) -> dict:
+    """Builds the reference model, perturbs it, and writes every trial's inputs and outputs."""
+    filename, device, seed = _start(request)
     directory = request["dir"]
-    seed = int(request.get("seed", 0))
     os.makedirs(directory, exist_ok=True)
     try:
-        if device.startswith("cuda"):
-            torch.cuda.set_device(torch.device(device))
-        # The reference in true float32: TF32 convolutions (PyTorch's default) differ by ~1e-3.
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-        module = load_module(request["source"], filename)
-        model_cls = require(module, "Model", "class Model")
+        module, model, init_inputs = _build(request, filename, seed)
         get_inputs = require(module, "get_inputs", "get_inputs()")
-        get_init_inputs = require(module, "get_init_inputs", "get_init_inputs()")
-        init_inputs = list(run_stage("init", "get_init_inputs() raised", filename, get_init_inputs))
-        if not _jsonable(init_inputs):
-            raise TaskFailure("init", "get_init_inputs() must return JSON-like values (numbers, strings, lists)")
-        torch.manual_seed(seed)
-        model = run_stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs))
-        _perturb(model, seed)
         gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
         with gpu.shared():
             model = model.to(device)
@@ -264,10 +279,30 @@ def reference(request: dict) -> dict:
         answer = {"ok": True, "init_inputs": init_inputs, "params": describe(params), "trials": trials,
                   "spots": SPOT_SETS, "warnings": sorted(set(warnings)), "timing": None}
         if request.get("time") and device.startswith("cuda"):
-            start = time.perf_counter()
-            answer["timing"] = _time_references(model, spots, device, gpu, seed)
-            answer["timing"]["seconds"] = time.perf_counter() - start
-            answer["device_name"] = torch.cuda.get_device_name()
+            answer.update(_timing(model, spots, device, gpu, seed))
         return answer
     except TaskFailure as failure:
-        return {"ok": False, "stage": failure.stage, "error": str(failure), **({"line": failure.line} if failure.line else {})}
+        return _failed(failure)
+
+
+def time_reference(request: dict) -> dict:
+    """The eager and torch.compile timings of a task whose reference (same source and seed) has
+    written its spot inputs to `dir`. The engine asks for them apart from the outputs, so that
+    candidates are checked while the reference compiles and is timed."""
+    filename, device, seed = _start(request)
+    try:
+        _, model, _ = _build(request, filename, seed)
+        gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
+        with gpu.shared():
+            model = model.to(device)
+            spots = [load_inputs(os.path.join(request["dir"], f"spot-{k}.in.tt"), device) for k in range(SPOT_SETS)]
+        return {"ok": True, **_timing(model, spots, device, gpu, seed)}
+    except TaskFailure as failure:
+        return _failed(failure)
+
+
+def _timing(model, spots: list[list], device: str, gpu: GpuLock, seed: int) -> dict:
+    start = time.perf_counter()
+    timing = _time_references(model, spots, device, gpu, seed)
+    timing["seconds"] = time.perf_counter() - start
+    return {"timing": timing, "device_name": torch.cuda.get_device_name()}

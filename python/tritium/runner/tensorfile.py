@@ -185,3 +185,14 @@ def _read_one(f, data_start: int, dtype: str, shape: list[int], offset: int, nby
     if f.readinto(buf) != nbytes:
         raise TensorFileError("the file shrank while being read")
     return torch.frombuffer(buf, dtype=torch.uint8).view(DTYPES[dtype]).reshape(shape)
+
+
+def load_inputs(path: str, device: str) -> list:
+    """A trial's or spot set's inputs, in order: tensors on `device`, other values as written."""
+    tensors, meta = read_tensors(path)
+    values = meta.get("values", {})
+    out = []
+    for i in range(int(meta.get("count", len(tensors)))):
+        key = f"in{i}"
+        out.append(tensors[key].to(device) if key in tensors else values.get(key))
+    return out
