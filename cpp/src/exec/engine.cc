@@ -320,17 +320,11 @@ struct Engine::Impl {
     });
   }
 
-  // The reference with its timing once that has landed (waits for it); as it is without timing.
-  exec::Reference with_timing(exec::Reference ref, const Task& task) {
-    std::shared_future<Json> timing;
-    {
-      std::lock_guard lock(refs_mutex);
-      auto it = timings.find(ref_key(task));
-      if (it == timings.end()) return ref;
-      timing = it->second;
-    }
-    ref.body["timing"] = timing.get();
-    return ref;
+  // The task's reference timing, still coming or landed; none when nothing is timed.
+  std::shared_future<Json> timing_for(const Task& task) {
+    std::lock_guard lock(refs_mutex);
+    auto it = timings.find(ref_key(task));
+    return it == timings.end() ? std::shared_future<Json>() : it->second;
   }
 
   Result<fs::path> prepare_job(const exec::Reference& ref, const std::string& code) {
@@ -375,7 +369,8 @@ struct Engine::Impl {
             {"timeout_s", options.timeout_s}};
   }
 
-  void run_candidate(int slot, const Task& task, const std::string& code, Verdict& v) {
+  // Judges the candidate; a timed one gets `timing`, its reference's timing, to apply when it lands.
+  void run_candidate(int slot, const Task& task, const std::string& code, Verdict& v, std::shared_future<Json>& timing) {
     const exec::Reference ref = reference_for(task);
     if (!ref.ok) {
       v.status = "error";
@@ -394,8 +389,8 @@ struct Engine::Impl {
       reply = {exec::Reply::Kind::died, nullptr, error->message};
     else
       reply = runner.call(evaluate_request(slot, ref, *job), options.timeout_s + kBackstopS);
-    const bool ran = reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false);
-    exec::judge(reply, ran ? with_timing(ref, task) : ref, *job, options.profile, v);
+    exec::judge(reply, ref, *job, options.profile, v);
+    if (v.runtime_ms) timing = timing_for(task);
     if (!options.keep_files) {
       std::error_code ec;
       fs::remove_all(*job, ec);
@@ -429,7 +424,9 @@ struct Engine::Impl {
     return v;
   }
 
-  Verdict evaluate_one(int slot, const EvalItem& item, const Prepared& prepared) {
+  // The verdict, finished unless its reference's timing is still coming: then `timing` holds it
+  // and finish() is the caller's to do once it lands.
+  Verdict evaluate_one(int slot, const EvalItem& item, const Prepared& prepared, std::shared_future<Json>& timing) {
     const auto start = Clock::now();
     Verdict v;
     v.candidate_id = item.id;
@@ -457,12 +454,23 @@ struct Engine::Impl {
     }
     if (v.status.empty()) {
       const auto static_findings = v.findings;
-      run_candidate(slot, item.task, code, v);
+      run_candidate(slot, item.task, code, v, timing);
       v.findings.insert(v.findings.begin(), static_findings.begin(), static_findings.end());
     }
     v.eval_ms = ms_since(start);
-    if (cache && v.status != "error") cache->put(prepared.key, to_json(v));
+    if (!timing.valid() || landed(timing)) finish(prepared, v, timing);
     return v;
+  }
+
+  static bool landed(const std::shared_future<Json>& f) {
+    return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
+
+  // Applies the reference's timing (waiting for it), then caches the verdict.
+  void finish(const Prepared& prepared, Verdict& v, std::shared_future<Json>& timing) {
+    if (timing.valid()) exec::apply_reference_timing(timing.get(), v);
+    timing = {};
+    if (cache && v.status != "error") cache->put(prepared.key, to_json(v));
   }
 };
 
@@ -533,21 +541,25 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
 
 std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const EvalProgress& progress) {
   std::vector<Verdict> verdicts(items.size());
+  std::vector<Impl::Prepared> prepared(items.size());
+  // Timed verdicts whose reference timing had not landed when they were judged: a slot moves on
+  // to the next candidate instead of waiting for torch.compile, and they are finished at the end.
+  std::vector<std::shared_future<Json>> timings(items.size());
   std::mutex mutex;
   std::condition_variable finished;
   std::size_t done = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    auto prepared = impl_->prepare(items[i]);
-    if (auto hit = impl_->cached(items[i], prepared)) {  // no queueing behind slow candidates for a repeat
+    prepared[i] = impl_->prepare(items[i]);
+    if (auto hit = impl_->cached(items[i], prepared[i])) {  // no queueing behind slow candidates for a repeat
       verdicts[i] = std::move(*hit);
       std::lock_guard lock(mutex);
       ++done;
       if (progress) progress(done, items.size(), verdicts[i]);
       continue;
     }
-    impl_->candidates.submit([&, i, prepared = std::move(prepared)](int slot) {
+    impl_->candidates.submit([&, i](int slot) {
       try {
-        verdicts[i] = impl_->evaluate_one(slot, items[i], prepared);
+        verdicts[i] = impl_->evaluate_one(slot, items[i], prepared[i], timings[i]);
       } catch (const std::exception& e) {  // a bug must cost one verdict, not the process
         verdicts[i] = error_verdict(items[i].id, fmt::format("internal error: {}; please report it", e.what()));
       }
@@ -557,8 +569,12 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
       finished.notify_one();
     });
   }
-  std::unique_lock lock(mutex);
-  finished.wait(lock, [&] { return done == items.size(); });
+  {
+    std::unique_lock lock(mutex);
+    finished.wait(lock, [&] { return done == items.size(); });
+  }
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (timings[i].valid()) impl_->finish(prepared[i], verdicts[i], timings[i]);
   return verdicts;
 }
 

@@ -183,7 +183,7 @@ std::optional<double> number(const Json& j, const char* key) {
   return std::nullopt;
 }
 
-void fill_timing(const Json& timed, const Reference& ref, Verdict& v) {
+void fill_timing(const Json& timed, Verdict& v) {
   if (v.status != "correct") {
     v.timing_note = "not timed: the candidate is not correct";
     return;
@@ -201,22 +201,23 @@ void fill_timing(const Json& timed, const Reference& ref, Verdict& v) {
   if (stats.contains("exclusive") && stats["exclusive"] == false)
     v.timing_note += std::string(v.timing_note.empty() ? "" : "; ") +
                      "timed while other work held the GPU (a neighbour hung past the lock wait): noisier than usual";
-  const Json timing = ref.body.value("timing", Json());
-  if (timing.is_object()) {
-    v.ref_eager_ms = number(timing.value("eager", Json()), "median_ms");
-    v.ref_compile_ms = number(timing.value("compile", Json()), "median_ms");
-    if (timing.contains("error"))
-      v.timing_note += std::string(v.timing_note.empty() ? "" : "; ") + "the reference could not be timed: " +
-                       timing.value("error", std::string());
-  }
-  if (v.runtime_ms && *v.runtime_ms > 0) {
-    if (v.ref_eager_ms) v.speedup_eager = *v.ref_eager_ms / *v.runtime_ms;
-    if (v.ref_compile_ms) v.speedup_compile = *v.ref_compile_ms / *v.runtime_ms;
-  }
   if (const Json cov = timed.value("coverage", Json()); cov.is_object()) v.coverage = number(cov, "coverage");
 }
 
 }  // namespace
+
+void apply_reference_timing(const Json& timing, Verdict& v) {
+  if (!v.runtime_ms || !timing.is_object()) return;
+  v.ref_eager_ms = number(timing.value("eager", Json()), "median_ms");
+  v.ref_compile_ms = number(timing.value("compile", Json()), "median_ms");
+  if (timing.contains("error"))
+    v.timing_note += std::string(v.timing_note.empty() ? "" : "; ") +
+                     "the reference could not be timed: " + timing.value("error", std::string());
+  if (*v.runtime_ms > 0) {
+    if (v.ref_eager_ms) v.speedup_eager = *v.ref_eager_ms / *v.runtime_ms;
+    if (v.ref_compile_ms) v.speedup_compile = *v.ref_compile_ms / *v.runtime_ms;
+  }
+}
 
 int status_rank(std::string_view status) {
   const auto it = std::find(kStatuses.begin(), kStatuses.end(), status);
@@ -253,7 +254,7 @@ void judge(const Reply& reply, const Reference& reference, const std::filesystem
   verdict.max_rel_err = totals.rel;
   verdict.correct = verdict.status == "correct";
   if (verdict.correct) verdict.message = fmt::format("correct on {} trials and the timed calls' spot checks", trials.size());
-  fill_timing(timed, reference, verdict);
+  fill_timing(timed, verdict);
 }
 
 

@@ -16,7 +16,7 @@ namespace tritium::exec {
 struct Reference {
   bool ok = false;
   std::string error;  // why the task's reference failed, naming the task
-  Json body;          // the reference op's answer: init_inputs, params, trials, spots, timing
+  Json body;          // the reference op's answer: init_inputs, params, trials, spots (timing apart)
   std::filesystem::path dir;
 };
 
@@ -24,6 +24,11 @@ struct Reference {
 /// worker's reply and the tensor files in `job_dir`.
 void judge(const Reply& reply, const Reference& reference, const std::filesystem::path& job_dir,
            std::string_view profile, Verdict& verdict);
+
+/// Fills the reference's times and the speedups of a timed verdict from the reference's timing
+/// (time_reference's answer, or {"error": why}); does nothing to an untimed verdict. The engine
+/// calls it when the timing lands, which may be after the candidate was judged.
+void apply_reference_timing(const Json& timing, Verdict& verdict);
 
 /// The rank of a status in DESIGN.md's order (smaller fails earlier); unknown ones rank last.
 int status_rank(std::string_view status);
