@@ -35,4 +35,4 @@ stage = result["tried"][best]["stage"] if best is not None else "none correct"
 print(f"{name}\t{f'{speedup:.3f}x' if speedup else '-'}\t{stage}\t{len(result['tried'])}\t{skipped[:160]}")
 PY
 done
-column -t -s $'\t' "$summary"
+if command -v column >/dev/null; then column -t -s $'\t' "$summary"; else cat "$summary"; fi

@@ -136,6 +136,10 @@ def _print_breakdown(verdicts: list[dict]) -> None:
     times = sorted(v["eval_ms"] / 1000 for v in verdicts)
     print(f"  per candidate: median {statistics.median(times):.2f} s, max {times[-1]:.2f} s, "
           f"sum {sum(times):.1f} s", flush=True)
+    # The GPU time of the timed calls themselves, which the exclusive holds serialize.
+    timed = [v["runtime_stats"]["n"] * v["runtime_stats"]["median_ms"] / 1000 for v in verdicts if v.get("runtime_stats")]
+    if timed:
+        print(f"  timed calls (calls x median): sum {sum(timed):.1f} s, largest {max(timed):.2f} s", flush=True)
 
 
 def throughput(args) -> dict:

@@ -49,8 +49,9 @@ def test_a_side_stream_kernel_is_not_timed_faster_than_the_honest_one(engine):
                                            item("honest_relu.py", BIG_RELU, id="honest_relu.py#2")])
     assert honest["status"] == side["status"] == again["status"] == "correct"
     fastest = min(honest, again, key=lambda v: v["runtime_ms"])
-    assert side["runtime_ms"] >= 0.9 * fastest["runtime_ms"], (side["runtime_stats"], honest["runtime_stats"],
-                                                               again["runtime_stats"])
+    keys = ("median_ms", "timed_to", "round_trip_ms", "hidden_ms")
+    seen = [{k: v["runtime_stats"].get(k) for k in keys} for v in (side, honest, again)]
+    assert side["runtime_ms"] >= 0.9 * fastest["runtime_ms"], seen
     assert fastest["runtime_stats"]["timed_to"] == "stream" and side["runtime_stats"]["timed_to"] == "device"
 
 

@@ -169,3 +169,19 @@ time.sleep(600)
     while any(alive(p) for p in [runner_pid, *children]) and time.time() < deadline:
         time.sleep(0.1)
     assert not any(alive(p) for p in [runner_pid, *children])
+
+
+def test_fresh_timed_inputs_are_new_values_from_the_same_draw():
+    import torch
+    from tritium.runner.inputs import fresh_source
+
+    base = [[torch.randn(64, 33), torch.arange(5), 3]]
+    fresh = fresh_source(base, seed=7, salt="fresh")
+    calls = [fresh(j) for j in range(20)]
+    for x, ints, scalar in calls:
+        assert x.shape == base[0][0].shape and not torch.equal(x, base[0][0])
+        assert torch.equal(x.reshape(-1).sort().values, base[0][0].reshape(-1).sort().values)  # same values
+        assert torch.equal(ints, base[0][1]) and scalar == 3
+    assert len({tuple(c[0].reshape(-1)[:4].tolist()) for c in calls}) > 15  # the calls differ from each other
+    again = fresh_source(base, seed=7, salt="fresh")
+    assert all(torch.equal(again(j)[0], calls[j][0]) for j in range(20))  # deterministic per seed

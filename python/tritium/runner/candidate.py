@@ -109,7 +109,7 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: Gpu
     """Fresh inputs every call; the spot sets at engine-seeded positions, the last always one."""
     device, directory = request["device"], request["dir"]
     spots = [load_inputs(os.path.join(directory, f"spot-{k}.in.tt"), device) for k in range(request["spots"])]
-    fresh = trial_inputs.fresh_source(spots, request["seed"], "fresh-candidate", device)
+    fresh = trial_inputs.fresh_source(spots, request["seed"], "fresh-candidate")
     chooser = random.Random(trial_inputs.trial_seed(request["seed"], 0, "spots"))
 
     threads_before = threading.active_count()

@@ -179,7 +179,7 @@ def _timed_blocks(fn, fresh, device: str, gpu: GpuLock) -> dict:
 
 def _time_references(model, spots: list[list], device: str, gpu: GpuLock, seed: int) -> dict:
     base = [[v.to(device) if isinstance(v, torch.Tensor) else v for v in s] for s in spots]
-    fresh = trial_inputs.fresh_source(base, seed, "fresh", device)
+    fresh = trial_inputs.fresh_source(base, seed, "fresh")
 
     model.eval()
     result = {"eager": None, "compile": None, "compile_error": None}
