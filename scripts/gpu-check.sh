@@ -9,6 +9,9 @@
 #   solutions of synthesized fusion tasks; one directory per task under $OUT/search. Then the
 #   emitter's fragment search and tuning on each level-2 example (scripts/fragment-search.sh), with
 #   each task's speedup over its best-of-1 kernel in $OUT/search/fragments/speedups.txt.
+# train: configs/h200.toml on every GPU (accelerate); its data stage is skipped when runs/h200 came
+#   along (carry it: the data stage validates solutions on the CPU). Logs and reports in $OUT/train.
+# train-parity: scripts/train-parity.sh on 1 and on all GPUs (needs runs/h200 from a data stage).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-results}"
@@ -43,6 +46,21 @@ for step in "${steps[@]}"; do
                 --tune-budget "${TUNE:-10}" --device cuda --out "$OUT/search/$id" 2>"$OUT/search/$id.log" | tail -2
             done
             bash scripts/fragment-search.sh "$OUT/search/fragments" cuda ;;
+    train) mkdir -p "$OUT/train"; config="$OUT/train/h200.toml"; cp configs/h200.toml "$config"
+           [ -f runs/h200/sft.jsonl ] && sed -i 's/^stages = .*/stages = ["sft", "rl", "eval"]/' "$config"
+           gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
+           multi=(); [ "$gpus" -gt 1 ] && multi=(--multi_gpu)
+           accelerate launch "${multi[@]}" --num_processes "$gpus" --num_machines 1 --mixed_precision no \
+             --dynamo_backend no -m tritium.train --config "$config" >"$OUT/train/train.log" 2>&1 || true
+           grep -E "^(sft|rl|eval|data):" "$OUT/train/train.log" | tail -30
+           for f in report/report.md rl/rl_history.json sft/sft_result.json eval/sft/report.md eval/rl/report.md; do
+             [ -f "runs/h200/$f" ] && cp "runs/h200/$f" "$OUT/train/$(echo "$f" | tr / -)"
+           done ;;
+    train-parity) gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
+                  head -8 runs/h200/train_tasks.jsonl > "$OUT/parity-tasks.jsonl"
+                  bash scripts/train-parity.sh "$OUT/parity" runs/h200/sft.jsonl "$OUT/parity-tasks.jsonl" "$gpus" \
+                    2>&1 | tee "$OUT/parity.txt"
+                  rm -rf "$OUT"/parity/*/checkpoint-* "$OUT"/parity/*/tensorboard ;;
     tests) python3 -m pytest -q -p no:cacheprovider python/tests/test_engine_gpu.py \
              2>&1 | tee "$OUT/tests.log" | tail -15 || true ;;  # failures are reported; later steps still run
     *) args_var="${step^^}_ARGS"  # e.g. PROBE_ARGS="--runs 3", THROUGHPUT_ARGS="--untimed"

@@ -101,3 +101,16 @@ def test_the_tiny_preset_takes_its_shape_from_the_config():
     assert model.config.intermediate_size == models.TINY["intermediate_size"]
     with pytest.raises(ValueError, match="unknown keys.*'layers'"):
         models.load("tiny", corpus=corpus, tiny={"layers": 3})
+
+
+def test_lora_trains_adapters_only_and_saves_a_plain_model(tmp_path, sft_file):
+    result = train_sft(SFTConfig(data=str(sft_file), out=str(tmp_path / "run"), steps=3, batch_size=2, lr=3e-3,
+                                 max_len=1024, log_every=0, lora_rank=4, tensorboard=False), log=lambda _: None)
+    checkpoint = tmp_path / "run" / "checkpoint-3"
+    assert (checkpoint / "adapter" / "adapter_config.json").exists()
+    model, _ = models.load(str(checkpoint))  # the adapters merged in: a plain transformers model
+    assert not any("lora" in name for name, _ in model.named_parameters())
+    base, _ = models.load("tiny", corpus=[r["prompt"] + "\n" + r["response"] for r in examples(4)])
+    changed = [n for (n, p), (_, q) in zip(model.named_parameters(), base.named_parameters()) if not torch.equal(p, q)]
+    assert changed and all("proj" in n for n in changed)  # the adapted linear layers, nothing else
+    assert result["losses"][-1] < result["losses"][0]

@@ -6,7 +6,8 @@
     [sft]   tritium.train.sft.SFTConfig fields (data and out are filled in)
     [rl]    tritium.train.rl.RLConfig fields (tasks, model and out are filled in)
     [eval]  samples, max_new_tokens, temperature, engine_device: each trained model on the held-out tasks
-See configs/ and docs/training.md.
+See configs/ and docs/training.md. Under `accelerate launch` (or torchrun) SFT and RL are
+data-parallel over the processes; the data and eval stages run on the main process alone.
 """
 
 from __future__ import annotations
@@ -49,6 +50,13 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
           f"dropped {stats['dropped']}")
 
 
+def _gpus_wanted(config: dict) -> bool:
+    import torch
+
+    devices = [config.get(stage, {}).get("device", "auto") for stage in ("sft", "rl")]
+    return torch.cuda.is_available() and any(d != "cpu" for d in devices)
+
+
 def run(config_path: str) -> int:
     config = tomllib.loads(pathlib.Path(config_path).read_text())
     stages = config.get("stages", list(STAGES))
@@ -58,9 +66,14 @@ def run(config_path: str) -> int:
     out = pathlib.Path(config.get("out", "runs/" + pathlib.Path(config_path).stem))
     out.mkdir(parents=True, exist_ok=True)
     seed = int(config.get("seed", 0))
+    from accelerate import PartialState
+
+    state = PartialState(cpu=not _gpus_wanted(config))
     models_trained = []
     if "data" in stages:
-        data_stage(config.get("data", {}), out, seed)
+        if state.is_main_process:
+            data_stage(config.get("data", {}), out, seed)
+        state.wait_for_everyone()
     if "sft" in stages:
         train_sft(SFTConfig(data=str(out / "sft.jsonl"), out=str(out / "sft"), seed=seed, **config.get("sft", {})))
         models_trained.append(("sft", latest_checkpoint(out / "sft")))
@@ -72,7 +85,7 @@ def run(config_path: str) -> int:
         result = train_rl(RLConfig(tasks=str(out / "train_tasks.jsonl"), model=str(start), out=str(out / "rl"),
                                    seed=seed, **rl))
         models_trained.append(("rl", pathlib.Path(result["checkpoint"])))
-    if "eval" in stages:
+    if "eval" in stages and state.is_main_process:
         cfg = config.get("eval", {})
         verdicts = []
         for name, model in models_trained or [("model", pathlib.Path(cfg["model"]))]:

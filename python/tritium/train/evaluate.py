@@ -13,7 +13,10 @@ import sys
 import torch
 
 from . import models
-from .rl import rollout
+from .rl import rollouts
+
+# Held-out prompts generated together (left-padded): one generate call instead of one per task.
+PROMPTS_PER_GENERATE = 16
 
 
 def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_new_tokens: int = 512,
@@ -29,11 +32,14 @@ def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_n
     model, tokenizer = models.load(model_dir)
     model.to(run_device)
     items = []
-    for task in api.load_suite(tasks, with_source=True)["tasks"]:
-        _, _, texts = rollout(model, tokenizer, api.kernel_prompt(task["source"]), samples, max_new_tokens, temperature,
-                              top_p, run_device)
-        items += [{"id": f"{task['id']}#{k}", "task": task["source"], "task_id": task["id"], "response": t,
-                   "group": task["id"], "sample": k} for k, t in enumerate(texts)]
+    suite = api.load_suite(tasks, with_source=True)["tasks"]
+    for start in range(0, len(suite), PROMPTS_PER_GENERATE):
+        chunk = suite[start:start + PROMPTS_PER_GENERATE]
+        results = rollouts(model, tokenizer, [api.kernel_prompt(t["source"]) for t in chunk], samples, max_new_tokens,
+                           temperature, top_p, run_device)
+        for task, (_, _, texts) in zip(chunk, results):
+            items += [{"id": f"{task['id']}#{k}", "task": task["source"], "task_id": task["id"], "response": t,
+                       "group": task["id"], "sample": k} for k, t in enumerate(texts)]
     engine = api.Engine(device=engine_device, python=sys.executable)
     verdicts = engine.evaluate(items)
     verdict_file = where / "verdicts.jsonl"

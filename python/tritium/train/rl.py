@@ -2,17 +2,24 @@
 with transformers `generate`, scores them with the engine (in-process or `tritium serve`
 endpoints, through tritium.integrations.RewardClient), turns the group's rewards into per-token
 advantages (HRD by default: plan tokens get alpha times the speed advantage, code tokens the
-correctness advantage) and takes `updates` clipped policy-gradient steps (tritium.train.grpo).
-Tasks come from a curriculum over difficulty levels with mixing weights (tritium.train.curriculum).
+correctness advantage) and takes `updates` clipped policy-gradient steps over all the step's
+groups (tritium.train.grpo). Tasks come from a curriculum over difficulty levels with mixing
+weights (tritium.train.curriculum). Data-parallel through accelerate: each process rolls out its
+share of a step's prompts (seeded per prompt, so the rollouts do not depend on which process
+draws them) and the gradients are averaged over all groups.
 
     python -m tritium.train.rl --tasks SUITE --model DIR --out DIR [--steps N] [--group-size G] ...
+    accelerate launch --num_processes 2 -m tritium.train.rl --tasks SUITE --model DIR --out DIR ...
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import hashlib
 import json
+import os
 import pathlib
 import random
 import sys
@@ -61,23 +68,34 @@ class RLConfig:
 def rollout(model, tokenizer, prompt: str, group_size: int, max_new_tokens: int, temperature: float, top_p: float,
             device: torch.device) -> tuple[list[int], list[list[int]], list[str]]:
     """(prompt ids, completion ids per sample without padding, completion texts)."""
-    prompt_ids = tokenizer(data.prompt_text(tokenizer, prompt), add_special_tokens=False)["input_ids"]
-    inputs = torch.tensor([prompt_ids] * group_size, device=device)
+    return rollouts(model, tokenizer, [prompt], group_size, max_new_tokens, temperature, top_p, device)[0]
+
+
+@torch.no_grad()
+def rollouts(model, tokenizer, prompts: list[str], group_size: int, max_new_tokens: int, temperature: float,
+             top_p: float, device: torch.device) -> list[tuple[list[int], list[list[int]], list[str]]]:
+    """rollout() for several prompts in one generate call (left-padded): one result per prompt."""
+    encoded = [tokenizer(data.prompt_text(tokenizer, p), add_special_tokens=False)["input_ids"] for p in prompts]
+    width = max(len(ids) for ids in encoded)
+    rows = [ids for ids in encoded for _ in range(group_size)]
+    inputs = torch.tensor([[tokenizer.pad_token_id] * (width - len(r)) + r for r in rows], device=device)
+    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
     model.eval()
     # Temperature 0 is greedy decoding (an eval's pass@1 without sampling noise).
     sampling = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
-    out = model.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs), max_new_tokens=max_new_tokens,
+    out = model.generate(input_ids=inputs, attention_mask=mask, max_new_tokens=max_new_tokens,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, **sampling)
     model.train()
     completions = []
-    for row in out[:, len(prompt_ids):].tolist():
+    for row in out[:, width:].tolist():
         if tokenizer.eos_token_id in row:
             row = row[:row.index(tokenizer.eos_token_id) + 1]  # keep the EOS: it is a chosen token
         while row and row[-1] == tokenizer.pad_token_id and row[-1] != tokenizer.eos_token_id:
             row.pop()
         completions.append(row)
     texts = [tokenizer.decode([t for t in c if t != tokenizer.eos_token_id]) for c in completions]
-    return prompt_ids, completions, texts
+    return [(encoded[i], completions[i * group_size:(i + 1) * group_size], texts[i * group_size:(i + 1) * group_size])
+            for i in range(len(prompts))]
 
 
 def _batch(prompt_ids: list[int], completions: list[list[int]], pad_id: int, device: torch.device):
@@ -91,13 +109,92 @@ def _batch(prompt_ids: list[int], completions: list[list[int]], pad_id: int, dev
     return ids.to(device), attention.to(device)
 
 
+def _seed_for(seed: int, *where) -> int:
+    return int.from_bytes(hashlib.sha256(repr((seed, *where)).encode()).digest()[:7], "little")
+
+
+def _rollout_group(cfg: RLConfig, model, tokenizer, client, task: dict, g: int, step: int, reference, device):
+    """One prompt's group: rollouts (seeded by step and prompt), verdicts, and the tensors its loss needs."""
+    from .. import api
+
+    torch.manual_seed(_seed_for(cfg.seed, step, g))
+    prompt = api.kernel_prompt(task["source"])
+    prompt_ids, completions, texts = rollout(model, tokenizer, prompt, cfg.group_size, cfg.max_new_tokens,
+                                             cfg.temperature, cfg.top_p, device)
+    scored = client.score([{"response": t, "task": task["source"], "group": g} for t in texts])
+    ids, attention = _batch(prompt_ids, completions, tokenizer.pad_token_id, device)
+    adv = torch.stack([grpo.response_advantages(tokenizer, len(prompt_ids), t, s["advantage"], ids.shape[1])
+                       for t, s in zip(texts, scored)])[:, 1:].to(device)
+    mask = attention[:, 1:].clone()
+    mask[:, :len(prompt_ids) - 1] = 0  # only the completion's tokens are trained
+    with torch.no_grad():
+        old = grpo.token_logprobs(model, ids, attention)
+        ref = grpo.token_logprobs(reference, ids, attention) if reference is not None else None
+    tokens = mask.sum().clamp(min=1)
+    stats = {"statuses": [s["verdict"]["status"] for s in scored], "rewards": [s["reward"]["scalar"] for s in scored],
+             "components": [{k: float(v) for k, v in s["reward"].items() if isinstance(v, (int, float))} for s in scored],
+             "lengths": [len(c) for c in completions], "level": task_level(task),
+             # The sampled tokens' mean surprise estimates the policy's entropy (at temperature 1).
+             "entropy": float(-(old * mask).sum() / tokens)}
+    if ref is not None:
+        delta = ref - old
+        stats["kl"] = float(((torch.exp(delta) - delta - 1) * mask).sum() / tokens)
+    return {"ids": ids, "attention": attention, "adv": adv, "mask": mask, "old": old, "ref": ref}, stats
+
+
+def _update(cfg: RLConfig, accelerator, model, optimizer, groups: list[dict], total_groups: int) -> float:
+    """`updates` clipped steps on the mean GRPO loss over all processes' groups; the last loss."""
+    world = accelerator.num_processes
+    for _ in range(cfg.updates):
+        optimizer.zero_grad(set_to_none=True)
+        loss_sum = torch.zeros((), device=accelerator.device)
+        for k, t in enumerate(groups):
+            sync = contextlib.nullcontext() if k == len(groups) - 1 else accelerator.no_sync(model)
+            with sync:
+                loss = grpo.grpo_loss(grpo.token_logprobs(model, t["ids"], t["attention"]), t["old"], t["adv"],
+                                      t["mask"], cfg.clip_eps, ref_logprobs=t["ref"], kl_coef=cfg.kl_coef)
+                accelerator.backward(loss * world / total_groups)  # averaged by accelerate over processes
+            loss_sum += loss.detach()
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    return float(accelerator.reduce(loss_sum, "sum")) / total_groups
+
+
+def _record(step: int, stats: list[dict], losses: float, generated: int, seconds: float, chosen, curriculum) -> dict:
+    statuses = Counter(s for st in stats for s in st["statuses"])
+    rewards = [r for st in stats for r in st["rewards"]]
+    lengths = [n for st in stats for n in st["lengths"]]
+    components = Counter()
+    for st in stats:
+        for c in st["components"]:
+            components.update(c)
+    record = {"step": step, "loss": losses, "reward_mean": sum(rewards) / len(rewards),
+              "statuses": dict(statuses), "rollout_tokens_per_s": generated / max(seconds, 1e-9),
+              "levels": dict(Counter(task_level(t) for t in chosen)), "open_levels": curriculum.open_levels(),
+              "reward_components": {k: v / len(rewards) for k, v in components.items()},
+              "completion_tokens_mean": sum(lengths) / len(lengths),
+              "entropy_estimate": sum(st["entropy"] for st in stats) / len(stats)}
+    kls = [st["kl"] for st in stats if "kl" in st]
+    if kls:
+        record["kl"] = sum(kls) / len(kls)
+    return record
+
+
 def train_rl(cfg: RLConfig, log=print) -> dict:
+    from accelerate import Accelerator
+    from accelerate.utils import gather_object
+
     from .. import api
     from ..integrations import RewardClient
 
+    accelerator = Accelerator(cpu=cfg.device == "cpu" or not torch.cuda.is_available())
+    world, rank, main = accelerator.num_processes, accelerator.process_index, accelerator.is_main_process
+    if cfg.prompts_per_step < world:
+        raise ValueError(f"prompts_per_step {cfg.prompts_per_step} leaves some of {world} processes without a prompt")
+    log = log if main else (lambda *_: None)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
-    device = models.device_for(cfg.device)
+    device = accelerator.device if cfg.device == "auto" or world > 1 else models.device_for(cfg.device)
     out = pathlib.Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     tasks = api.load_suite(cfg.tasks, with_source=True)["tasks"]
@@ -108,6 +205,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     # The KL anchor is the starting policy, frozen (a second copy of the weights: only when asked).
     reference = copy.deepcopy(model).eval().requires_grad_(False) if cfg.kl_coef else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+    wrapped, optimizer = accelerator.prepare(model, optimizer)
     reward_config = json.loads(cfg.reward)
     endpoints = [u for u in cfg.endpoints.split(",") if u]
     client = RewardClient(endpoints, config=reward_config) if endpoints else \
@@ -116,61 +214,27 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     heldout = api.load_suite(cfg.heldout, with_source=True)["tasks"] if cfg.curriculum and cfg.heldout else []
     rng = random.Random(cfg.seed)
     history, top_rollouts = [], []
-    board = Board(out, cfg.tensorboard)
+    board = Board(out, cfg.tensorboard and main)
     for step in range(1, cfg.steps + 1):
         began = time.monotonic()
-        chosen = curriculum.pick(rng, cfg.prompts_per_step)
-        losses, statuses, rewards, generated = [], Counter(), [], 0
-        components, lengths, kls, entropies = Counter(), [], [], []
-        for g, task in enumerate(chosen):
-            prompt = api.kernel_prompt(task["source"])
-            prompt_ids, completions, texts = rollout(model, tokenizer, prompt, cfg.group_size, cfg.max_new_tokens,
-                                                     cfg.temperature, cfg.top_p, device)
-            generated += sum(len(c) for c in completions)
-            scored = client.score([{"response": t, "task": task["source"], "group": g} for t in texts])
-            statuses.update(s["verdict"]["status"] for s in scored)
-            if task_level(task) == curriculum.top:
-                top_rollouts += [s["verdict"]["status"] == "correct" for s in scored]
-            rewards += [s["reward"]["scalar"] for s in scored]
-            for s in scored:  # reward components, summed here and averaged in the record
-                components.update({k: float(v) for k, v in s["reward"].items() if isinstance(v, (int, float))})
-            lengths += [len(c) for c in completions]
-            ids, attention = _batch(prompt_ids, completions, tokenizer.pad_token_id, device)
-            adv = torch.stack([grpo.response_advantages(tokenizer, len(prompt_ids), t, s["advantage"], ids.shape[1])
-                               for t, s in zip(texts, scored)])[:, 1:].to(device)
-            mask = attention[:, 1:].clone()
-            mask[:, :len(prompt_ids) - 1] = 0  # only the completion's tokens are trained
-            with torch.no_grad():
-                old = grpo.token_logprobs(model, ids, attention)
-                ref = grpo.token_logprobs(reference, ids, attention) if reference is not None else None
-                tokens = mask.sum().clamp(min=1)
-                # The sampled tokens' mean surprise estimates the policy's entropy (at temperature 1).
-                entropies.append(float(-(old * mask).sum() / tokens))
-                if ref is not None:
-                    delta = ref - old
-                    kls.append(float(((torch.exp(delta) - delta - 1) * mask).sum() / tokens))
-            for _ in range(cfg.updates):
-                loss = grpo.grpo_loss(grpo.token_logprobs(model, ids, attention), old, adv, mask, cfg.clip_eps,
-                                      ref_logprobs=ref, kl_coef=cfg.kl_coef)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
-            losses.append(loss.item())
-        seconds = time.monotonic() - began
-        record = {"step": step, "loss": sum(losses) / len(losses), "reward_mean": sum(rewards) / len(rewards),
-                  "statuses": dict(statuses), "rollout_tokens_per_s": generated / max(seconds, 1e-9),
-                  "levels": dict(Counter(task_level(t) for t in chosen)), "open_levels": curriculum.open_levels(),
-                  "reward_components": {k: v / len(rewards) for k, v in components.items()},
-                  "completion_tokens_mean": sum(lengths) / len(lengths),
-                  "entropy_estimate": sum(entropies) / len(entropies)}
-        if kls:
-            record["kl"] = sum(kls) / len(kls)
+        chosen = curriculum.pick(rng, cfg.prompts_per_step)  # the same on every process
+        groups, stats = [], []
+        for g in range(rank, len(chosen), world):  # this process's share of the prompts
+            group, st = _rollout_group(cfg, model, tokenizer, client, chosen[g], g, step, reference, device)
+            groups.append(group)
+            stats.append(st)
+        loss = _update(cfg, accelerator, wrapped, optimizer, groups, len(chosen))
+        generated = int(accelerator.reduce(torch.tensor(sum(sum(st["lengths"]) for st in stats), device=device), "sum"))
+        stats = gather_object(stats) if world > 1 else stats
+        top_rollouts += [s == "correct" for st in stats if st["level"] == curriculum.top for s in st["statuses"]]
+        record = _record(step, stats, loss, generated, time.monotonic() - began, chosen, curriculum)
         if cfg.curriculum and step % max(cfg.curriculum_every, 1) == 0:
+            torch.manual_seed(_seed_for(cfg.seed, "check", step))  # every process decides alike
             record["curriculum"] = _check_curriculum(cfg, curriculum, heldout, top_rollouts, model, tokenizer,
                                                      client, device, log)
             top_rollouts = []
         history.append(record)
+        statuses = record["statuses"]
         total = sum(statuses.values())
         board.scalars(step, "rl", {**{k: v for k, v in record.items() if k not in ("statuses", "levels", "open_levels")},
                                    "status_share": {k: n / total for k, n in statuses.items()},
@@ -178,13 +242,16 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         if cfg.log_every and step % cfg.log_every == 0:
             log(f"rl: step {step}/{cfg.steps} loss {record['loss']:.4f} reward {record['reward_mean']:.3f} "
                 f"statuses {dict(statuses)} ({record['rollout_tokens_per_s']:.0f} generated tokens/s)")
-        if (cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps:
+        if ((cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps) and main:
             path = out / f"checkpoint-{step}"
             model.save_pretrained(path)
             tokenizer.save_pretrained(path)
+        accelerator.wait_for_everyone()
     board.close()
-    (out / "rl_history.json").write_text(json.dumps(history, indent=2))
-    return {"steps": cfg.steps, "history": history, "checkpoint": str(out / f"checkpoint-{cfg.steps}")}
+    if main:
+        (out / "rl_history.json").write_text(json.dumps(history, indent=2))
+    return {"steps": cfg.steps, "history": history, "checkpoint": str(out / f"checkpoint-{cfg.steps}"),
+            "processes": world}
 
 
 def _check_curriculum(cfg: RLConfig, curriculum: Curriculum, heldout: list[dict], top_rollouts: list[bool], model,
@@ -214,7 +281,8 @@ def _check_curriculum(cfg: RLConfig, curriculum: Curriculum, heldout: list[dict]
 
 def main(argv: list[str] | None = None) -> int:
     result = train_rl(parse_config(RLConfig, argv, __doc__))
-    print(json.dumps({k: v for k, v in result.items() if k != "history"}))
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(json.dumps({k: v for k, v in result.items() if k != "history"}))
     return 0
 
 
