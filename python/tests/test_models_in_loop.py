@@ -73,6 +73,10 @@ def test_the_openai_package_talks_to_the_server(server):
     assert [c.index for c in done.choices] == [0, 1]
     again = client.completions.create(model="tiny", prompt="import torch", max_tokens=4, temperature=0)
     assert again.choices[0].text == done.choices[0].text  # greedy is deterministic
+    # Usage counts each prompt once, however many samples it had.
+    twice = client.completions.create(model="tiny", prompt="import torch", max_tokens=4, temperature=0.8, n=2)
+    assert twice.usage.prompt_tokens == again.usage.prompt_tokens > 0
+    assert done.usage.prompt_tokens > again.usage.prompt_tokens
 
 
 def test_the_server_refuses_bad_requests_and_wrong_keys(server):

@@ -220,8 +220,8 @@ class Batcher:
                     self.pending -= sum(j.sampling.n for j in batch)
 
 
-def completion_body(kind: str, model_name: str, choices: list[dict], chat: bool) -> dict:
-    usage_prompt = sum({c["_prompt"]: c["prompt_tokens"] for c in choices}.values())
+def completion_body(kind: str, model_name: str, choices: list[dict], chat: bool, usage_prompt: int) -> dict:
+    """The OpenAI-shaped answer; `usage_prompt` counts each prompt once, however many samples it had."""
     usage_completion = sum(c["completion_tokens"] for c in choices)
     out = []
     for c in choices:
@@ -305,15 +305,15 @@ def make_handler(model: Model, batcher: Batcher, model_name: str, api_key: str |
                 if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) for p in prompts):
                     raise RequestError("'prompt' must be a string or a non-empty list of strings")
             futures = [batcher.submit(Job(p, sampling)) for p in prompts]
-            choices = []
+            choices, prompt_tokens = [], 0
             for p, (text, future) in enumerate(zip(prompts, futures)):
                 try:
                     got = future.result(timeout=timeout_s)
                 except TimeoutError:
                     raise RequestError(f"generation took longer than {timeout_s} s", 504, "timeout") from None
-                for c in got:
-                    choices.append({**c, "index": p * sampling.n + c["index"], "_prompt": p})
-            return completion_body("chatcmpl" if chat else "cmpl", model_name, choices, chat)
+                prompt_tokens += got[0]["prompt_tokens"] if got else 0
+                choices += [{**c, "index": p * sampling.n + c["index"]} for c in got]
+            return completion_body("chatcmpl" if chat else "cmpl", model_name, choices, chat, prompt_tokens)
 
     return Handler
 
