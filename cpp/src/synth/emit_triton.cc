@@ -341,7 +341,8 @@ struct Writer {
         root);
     forward += fmt::format(
         "        t{0}, n, dims, strides = _ew_layout([{2}])\n"
-        "        {1}[(triton.cdiv(n, 1024),)](t{0}, {2}, n, *dims, *strides, BLOCK=1024)\n",
+        "        BLOCK = 1024  # one name for the grid and the kernel: tuning it keeps them in step\n"
+        "        {1}[(triton.cdiv(n, BLOCK),)](t{0}, {2}, n, *dims, *strides, BLOCK=BLOCK)\n",
         root, kernel, names(external));
     helpers.insert(kElementwiseHelper);
     plan.push_back(fmt::format(
@@ -447,7 +448,8 @@ struct Writer {
     if (n.op->name == "cat")
       forward += fmt::format(
           "        a, b, t{0}, n, wa, wb = _cat_layout({1}, {2}, {3})\n"
-          "        _cat_kernel[(triton.cdiv(n, 1024),)](a, b, t{0}, n, wa, wb, BLOCK=1024)\n",
+          "        BLOCK = 1024\n"
+          "        _cat_kernel[(triton.cdiv(n, BLOCK),)](a, b, t{0}, n, wa, wb, BLOCK=BLOCK)\n",
           n.out, name(n.operands[0]), name(n.operands[1]), n.dim);
     else
       forward += fmt::format("        t{} = {}\n", n.out, substitute(n.op->code, args));

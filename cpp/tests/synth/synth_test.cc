@@ -164,6 +164,10 @@ TEST(Synthesize, EveryTaskOfTheEmittersCategoriesGetsASolutionThatPassesTheVerif
     const auto v = verify_code(code, t.task.source);
     EXPECT_EQ(v.status, "valid") << t.task.id << "\n" << to_json(v).dump() << "\n" << code;
     EXPECT_FALSE(t.task.meta["plan"].get<std::string>().empty());
+    // A flat kernel's block size is one name for its grid and its launch, so tuning it (search's
+    // BLOCK knob) cannot leave elements uncovered: no literal block size at a launch.
+    EXPECT_EQ(code.find("cdiv(n, 1024)"), std::string::npos) << code;
+    EXPECT_EQ(code.find("BLOCK=1024"), std::string::npos) << code;
   }
 }
 
