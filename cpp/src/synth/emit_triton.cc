@@ -339,9 +339,10 @@ struct Writer {
         kernel, operand_params(external.size(), ", n, S1, S2, S3, S4", 5),
         group_body(members, external, "i0 * s{0}_0 + i1 * s{0}_1 + i2 * s{0}_2 + i3 * s{0}_3 + i4 * s{0}_4", "mask"),
         root);
+    // One name for the block size of the grid and of the kernel: tuning it keeps them in step.
     forward += fmt::format(
         "        t{0}, n, dims, strides = _ew_layout([{2}])\n"
-        "        BLOCK = 1024  # one name for the grid and the kernel: tuning it keeps them in step\n"
+        "        BLOCK = 1024\n"
         "        {1}[(triton.cdiv(n, BLOCK),)](t{0}, {2}, n, *dims, *strides, BLOCK=BLOCK)\n",
         root, kernel, names(external));
     helpers.insert(kElementwiseHelper);
