@@ -84,8 +84,8 @@ def fresh_source(base: list[list], seed: int, salt: str):
 def fresh_like(inputs: list, chooser: random.Random) -> list:
     """New values with the same shapes and value distribution: each floating tensor's elements are
     rolled by a random shift, so a timed call sees inputs it has never seen, in the task's domain.
-    A roll, not a random permutation: on an H200 a 67M-element randperm costs milliseconds per call
-    inside the GPU's exclusive hold, a roll one pass over memory."""
+    A roll, not a random permutation: the roll is one pass over memory inside the GPU's exclusive
+    hold, a randperm a sort of every element."""
     out = []
     for x in inputs:
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
