@@ -93,3 +93,12 @@ def test_solutions_with_fused_matmul_epilogues_are_correct_under_the_engine(tmp_
     plans = [json.loads(line)["meta"]["plan"] for line in suite.read_text().splitlines()]
     fused = [plan for plan in plans if "fused into the epilogue" in plan]
     assert len(fused) >= 3 and any("broadcast strides), so" in plan for plan in fused), plans
+
+
+def test_without_out_stdout_holds_only_the_tasks_and_reports_go_to_stderr():
+    out = run("synth", "--count", "3", "--difficulty", "1", "--seed", "4", "--with-solutions", "--ops", "unary",
+              "--validate", "--json")
+    lines = [json.loads(line) for line in out.stdout.strip().splitlines()]
+    assert len(lines) == 3 and all("source" in line and "id" in line for line in lines)
+    reports = [json.loads(line) for line in out.stderr.splitlines() if line.startswith("{")]
+    assert reports[0]["validated"] == 3 and reports[1]["correct"] == 3

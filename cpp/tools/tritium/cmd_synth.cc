@@ -74,6 +74,10 @@ bool ill_conditioned(const TaskCheck& c) {
                      [](const std::string& w) { return w.starts_with("ill-conditioned"); });
 }
 
+// Where validation reports go: stdout, unless the tasks themselves go there (no --out), which
+// must stay a JSONL of tasks and nothing else.
+std::ostream& report_stream(const SynthCliOptions& o) { return o.out.empty() ? std::cerr : std::cout; }
+
 // Runs every task's reference; removes the ill-conditioned tasks from `tasks` (they are not
 // written) and says how many. Fails when a reference does not run.
 int validate(std::vector<synth::SynthTask>& tasks, const SynthCliOptions& o) {
@@ -82,7 +86,7 @@ int validate(std::vector<synth::SynthTask>& tasks, const SynthCliOptions& o) {
   Progress progress(suite.tasks.size());
   auto check = check_suite(suite, o.runner, [&](std::size_t i, std::size_t, const TaskCheck& c) {
     progress.clear();
-    if (!c.ok && !o.json) std::cout << fmt::format("FAIL  {}  {}\n", c.task_id, c.error);
+    if (!c.ok && !o.json) report_stream(o) << fmt::format("FAIL  {}  {}\n", c.task_id, c.error);
     progress.update(i + 1, c.task_id);
   });
   progress.clear();
@@ -95,10 +99,11 @@ int validate(std::vector<synth::SynthTask>& tasks, const SynthCliOptions& o) {
   }
   std::erase_if(tasks, [&](const synth::SynthTask& t) { return dropped.contains(t.task.id); });
   if (o.json)
-    print_json({{"validated", check->total()}, {"failed", check->failed()}, {"ill_conditioned", dropped.size()},
-                {"slowest_forward_ms", slowest}, {"device", check->device}, {"seconds", check->seconds}});
+    report_stream(o) << Json{{"validated", check->total()}, {"failed", check->failed()},
+                             {"ill_conditioned", dropped.size()}, {"slowest_forward_ms", slowest},
+                             {"device", check->device}, {"seconds", check->seconds}}.dump() << std::endl;
   else
-    std::cout << fmt::format("validated {} tasks on {}: {} ran, {} failed, {} ill-conditioned (dropped); slowest "
+    report_stream(o) << fmt::format("validated {} tasks on {}: {} ran, {} failed, {} ill-conditioned (dropped); slowest "
                              "forward {:.1f} ms ({:.1f} s)\n",
                              check->total(), check->device, check->total() - check->failed(), check->failed(),
                              dropped.size(), slowest, check->seconds);
@@ -121,15 +126,17 @@ int validate_solutions(const std::vector<synth::SynthTask>& tasks, const SynthCl
   std::size_t done = 0;
   const auto verdicts = (*engine)->evaluate(items, [&](std::size_t, std::size_t, const Verdict& v) {
     progress.clear();
-    if (v.status != "correct" && !o.json) std::cout << fmt::format("FAIL  {}  solution {}: {}\n", v.task_id, v.status, v.message);
+    if (v.status != "correct" && !o.json)
+      report_stream(o) << fmt::format("FAIL  {}  solution {}: {}\n", v.task_id, v.status, v.message);
     progress.update(++done, v.task_id);
   });
   progress.clear();
   const auto correct = std::count_if(verdicts.begin(), verdicts.end(), [](const Verdict& v) { return v.status == "correct"; });
   if (o.json)
-    print_json({{"solutions", items.size()}, {"correct", correct}, {"of_tasks", tasks.size()}});
+    report_stream(o) << Json{{"solutions", items.size()}, {"correct", correct}, {"of_tasks", tasks.size()}}.dump()
+                     << std::endl;
   else
-    std::cout << fmt::format("solutions: {} of {} tasks have one; {} correct under the engine ({})\n", items.size(),
+    report_stream(o) << fmt::format("solutions: {} of {} tasks have one; {} correct under the engine ({})\n", items.size(),
                              tasks.size(), correct, (*engine)->info().value("device", std::string()));
   return static_cast<std::size_t>(correct) == items.size() ? kOk : kFailures;
 }
