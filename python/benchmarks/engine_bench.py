@@ -140,6 +140,13 @@ def _print_breakdown(verdicts: list[dict]) -> None:
     timed = [v["runtime_stats"]["n"] * v["runtime_stats"]["median_ms"] / 1000 for v in verdicts if v.get("runtime_stats")]
     if timed:
         print(f"  timed calls (calls x median): sum {sum(timed):.1f} s, largest {max(timed):.2f} s", flush=True)
+    # Where the runners spent it, step by step (candidate.py's phases_ms): median and sum per step.
+    steps: dict[str, list[float]] = {}
+    for v in verdicts:
+        for step, ms in (v.get("phases_ms") or {}).items():
+            steps.setdefault(step, []).append(ms / 1000)
+    for step, secs in steps.items():
+        print(f"  {step}: median {statistics.median(secs):.2f} s, sum {sum(secs):.1f} s over {len(secs)}", flush=True)
 
 
 def throughput(args) -> dict:

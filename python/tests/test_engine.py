@@ -62,12 +62,14 @@ def test_a_correct_verdict_carries_errors_launches_and_no_cpu_timing(cheat_verdi
     assert verdict["triton_launches"] >= verdict["trials"] >= 6
     assert verdict["runtime_ms"] is None and verdict["speedup_eager"] is None
     assert "CPU" in verdict["timing_note"]
+    assert {"load", "checked"} <= set(verdict["phases_ms"]) and all(ms >= 0 for ms in verdict["phases_ms"].values())
 
 
 def test_the_sandbox_isolates_the_candidate(cheat_verdicts):
     sandbox = cheat_verdicts["honest_relu.py"]["sandbox"]
     assert sandbox["network"] == "isolated" and sandbox["pid_namespace"]
     assert any(path.endswith("refs") for path in sandbox["hidden"])
+    assert sandbox["cpu_share"] in ("own autogroup", "per process (autogroups off)")
     assert {"cpu", "nofile", "fsize", "nproc"} <= set(sandbox["rlimits"])
 
 
@@ -81,15 +83,20 @@ def test_the_environment_is_scrubbed(monkeypatch):
 def test_bombs_are_contained_and_the_engine_stays_healthy():
     before = processes()
     engine = tritium.Engine(device="cpu", jobs=2, timeout_s=12, static_check=False, memory_gb=1)
-    names = [*BOMBS, "honest_relu.py"]
-    verdicts = {v["candidate_id"]: v for v in engine.evaluate([item(n) for n in names])}
+    # The neighbour of the fork bomb sleeps first, so it runs while the bomb is at full strength;
+    # starved of CPU (as before workers had sessions of their own) it took 22 s on two cores.
+    neighbour = item("honest_relu.py", id="neighbour")
+    neighbour["code"] = neighbour["code"].replace("import torch\n", "import time\nimport torch\ntime.sleep(4)\n", 1)
+    batch = [item("fork_bomb.py"), neighbour, *(item(n) for n in BOMBS if n != "fork_bomb.py")]
+    verdicts = {v["candidate_id"]: v for v in engine.evaluate(batch)}
     for name in BOMBS:
         assert verdicts[name]["status"] in EXPECTED[name]["status"] + ["timeout"], verdicts[name]["message"]
-    assert verdicts["honest_relu.py"]["status"] == "correct"
+    assert verdicts["neighbour"]["status"] == "correct", verdicts["neighbour"]["message"]
     assert len(verdicts["stdout_flood.py"]["stderr_tail"]) <= 4000
     (after,) = engine.evaluate([item("honest_relu.py", id="after the bombs")])
-    assert after["status"] == "correct"
-    assert processes() <= before + 8  # the warm runners; nothing the bombs started survives
+    assert after["status"] == "correct", after["message"]
+    left = processes()
+    assert left <= before + 8, (before, left)  # the warm runners; nothing the bombs started survives
 
 
 def test_a_batch_of_200_with_20_percent_faults_returns_200_verdicts():

@@ -80,9 +80,29 @@ def test_two_sharers_upgrading_both_get_the_lock_in_turn(lock_path):
     assert events[(second, "in")] >= events[(first, "out")]
 
 
+def _compile_in_between(lock_path, log, name):
+    """A sharer that lets go of its share for CPU-only work (compiling) between two GPU steps."""
+    gpu = GpuLock(lock_path)
+    with gpu.shared():
+        time.sleep(0.1)
+        with gpu.released():
+            log.put((name, "compiling", time.monotonic()))
+            time.sleep(0.8)
+            log.put((name, "compiled", time.monotonic()))
+        log.put((name, "shared again", time.monotonic()))
+        time.sleep(0.1)
+
+
+def test_a_timer_does_not_wait_for_a_sharer_that_let_go_and_excludes_it_after(lock_path):
+    events = _run((_compile_in_between, lock_path, "candidate"),
+                  (_hold, lock_path, "exclusive", 0.3, "timing", 0.3))
+    assert events[("timing", "in")] < events[("candidate", "compiled")], "the timer waited out the compile"
+    assert events[("candidate", "shared again")] >= events[("timing", "out")], "the share came back mid-timing"
+
+
 def test_without_a_path_it_does_nothing():
     gpu = GpuLock(None)
-    with gpu.shared(), gpu.exclusive():
+    with gpu.shared(), gpu.exclusive(), gpu.released():
         pass
 
 

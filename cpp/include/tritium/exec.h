@@ -144,6 +144,7 @@ struct Verdict {
   std::string stderr_tail;
   bool cache_hit = false;
   double eval_ms = 0;
+  Json phases_ms;  // the runner's time per step {load, checked, lock_wait, timed, coverage}, or null
   Json sandbox, meta;
 };
 

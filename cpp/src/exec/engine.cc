@@ -261,7 +261,7 @@ struct Engine::Impl {
   exec::Reference compute_reference(const Task& task, const fs::path& dir) {
     const auto tol = exec::tolerance_for(options.profile, "float32").value_or(exec::Tolerance{1e-4, 1e-4});
     Json request = task_request("reference", task, dir);
-    request.update({{"trials", options.trials}, {"time", false}, {"atol", tol.atol}});
+    request.update({{"trials", options.trials}, {"atol", tol.atol}});
     const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
     exec::Reference ref;
     ref.dir = dir;

@@ -236,6 +236,7 @@ void judge(const Reply& reply, const Reference& reference, const std::filesystem
   const Json& body = reply.body;
   verdict.stderr_tail = body.value("output_tail", std::string());
   verdict.sandbox = body.value("sandbox", Json());
+  verdict.phases_ms = body.value("phases_ms", Json());
   verdict.kernels = body.value("kernels", std::vector<std::string>{});
   const Json trials = body.value("trials", Json::array());
   verdict.trials = static_cast<int>(trials.size());

@@ -44,6 +44,7 @@ Json to_json(const Verdict& v) {
           {"stderr_tail", v.stderr_tail},
           {"cache_hit", v.cache_hit},
           {"eval_ms", v.eval_ms},
+          {"phases_ms", v.phases_ms},
           {"sandbox", v.sandbox},
           {"meta", v.meta}};
 }
@@ -78,6 +79,7 @@ Verdict verdict_from_json(const Json& j) {
   v.stderr_tail = j.value("stderr_tail", std::string());
   v.cache_hit = j.value("cache_hit", false);
   v.eval_ms = j.value("eval_ms", 0.0);
+  v.phases_ms = j.value("phases_ms", Json());
   v.sandbox = j.value("sandbox", Json());
   v.meta = j.value("meta", Json::object());
   return v;

@@ -6,9 +6,11 @@ and the inputs as they were after each call, go to files the engine compares in 
 only reports what it observed (launches, PyTorch compute, threads, output types, timings).
 """
 
+import contextlib
 import os
 import random
 import threading
+import time
 
 import torch
 
@@ -75,6 +77,43 @@ def _params(model: torch.nn.Module, path: str, expected: list[dict]) -> None:
             p.copy_(theirs[f"p{i}"].to(device=p.device, dtype=p.dtype))
 
 
+@contextlib.contextmanager
+def _phase(phases: dict, name: str):
+    """Adds the block's wall time to phases[name] (ms): where the evaluation spent its time."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[name] = phases.get(name, 0.0) + (time.perf_counter() - start) * 1000
+
+
+def _let_go_while_compiling(gpu: GpuLock, phases: dict) -> None:
+    """Triton compiles a kernel at its first launch: CPU work (seconds, with a private cache)
+    during which this process's share of the GPU would keep every waiting timer waiting, and the
+    gate that timer closed every new candidate. Triton versions without the hooks keep the share."""
+    try:
+        import triton
+    except ImportError:
+        return
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    if runtime is None or not hasattr(runtime, "jit_post_compile_hook"):
+        return
+    started = []
+
+    def before(**_):
+        gpu.let_go()
+        started.append(time.perf_counter())
+        return False  # not found in a cache of ours: Triton compiles
+
+    def after(**_):
+        if started:
+            phases["compile"] = phases.get("compile", 0.0) + (time.perf_counter() - started.pop()) * 1000
+        gpu.hold()
+        return False
+
+    runtime.jit_cache_hook, runtime.jit_post_compile_hook = before, after
+
+
 def _call(model, values: list, device: str, monitor: Monitor, filename: str) -> tuple[list, dict]:
     threads = threading.active_count()
     try:
@@ -90,10 +129,11 @@ def _call(model, values: list, device: str, monitor: Monitor, filename: str) -> 
     return _outputs(out, device), seen
 
 
-def _checked_trials(model, request: dict, monitor: Monitor, filename: str) -> list[dict]:
+def _checked_trials(model, request: dict, monitor: Monitor, filename: str, gpu: GpuLock) -> list[dict]:
     device, directory = request["device"], request["dir"]
     report = []
     for trial in request["trials"]:
+        gpu.hold()  # a compile that raised and was caught never handed the share back
         values = load_inputs(os.path.join(directory, f"trial-{trial['index']}.in.tt"), device)
         _poison_free_memory(device, int(trial.get("output_bytes", 0)) * 2)
         getattr(model, trial["mode"])()
@@ -105,7 +145,7 @@ def _checked_trials(model, request: dict, monitor: Monitor, filename: str) -> li
     return report
 
 
-def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: GpuLock) -> dict:
+def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: GpuLock, phases: dict) -> dict:
     """Fresh inputs every call; the spot sets at engine-seeded positions, the last always one."""
     device, directory = request["device"], request["dir"]
     spots = [load_inputs(os.path.join(directory, f"spot-{k}.in.tt"), device) for k in range(request["spots"])]
@@ -126,14 +166,17 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: Gpu
     if device.startswith("cuda") and timing.get("enabled", True):
         from .timing import Timer, kernel_coverage, measure, warm_up_calls
 
+        waiting = time.perf_counter()
         with gpu.exclusive() as exclusive:
-            timer = Timer(device)
-            calls = warm_up_calls(timer, call, fresh)
-            result = measure(call, fresh, device, spot=_spot_map(spots, chooser, calls), calls=calls, timer=timer)
+            phases["lock_wait"] = (time.perf_counter() - waiting) * 1000
+            with _phase(phases, "timed"):
+                timer = Timer(device)
+                calls = warm_up_calls(timer, call, fresh)
+                result = measure(call, fresh, device, spot=_spot_map(spots, chooser, calls), calls=calls, timer=timer)
         stats = {**result["stats"], "exclusive": exclusive}
-        # Shares of this process's own CUDA time: neighbours do not skew them, so no exclusive hold
-        # (the profiler's set-up takes most of a second, which every other process would wait out).
-        coverage = kernel_coverage(call, spots[0], set(request["kernels"]))
+        # Shares of this process's own CUDA time: neighbours do not skew them, so no exclusive hold.
+        with _phase(phases, "coverage"):
+            coverage = kernel_coverage(call, spots[0], set(request["kernels"]), gpu)
     else:
         spot_map = _spot_map(spots, chooser, CPU_SHAPED_CALLS)
         result = {"spot_outputs": {}}
@@ -170,7 +213,7 @@ def evaluate(request: dict) -> dict:
     """Loads the candidate, runs the checked trials and the timed phase; reports what it saw."""
     filename = request["filename"]
     device = request.get("device", "cpu")
-    answer = {"ok": False, "sandbox": request.get("sandbox_report"), "trials": []}
+    answer = {"ok": False, "sandbox": request.get("sandbox_report"), "trials": [], "phases_ms": {}}
     monitor = Monitor(filename)
     timing = request.get("timing") or {}
     gpu = GpuLock.for_device(device, timing.get("lock_path"), timing.get("lock_wait_s"))
@@ -186,9 +229,24 @@ def evaluate(request: dict) -> dict:
 
 def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: GpuLock, answer: dict) -> None:
     """evaluate()'s steps; on the GPU they hold its lock shared, the timed phase exclusively."""
+    phases = answer["phases_ms"]
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
+        _let_go_while_compiling(gpu, phases)
     install_launch_hook(monitor)
+    with _phase(phases, "load"):
+        model, kernels = _load(request, filename, device)
+    answer["kernels"] = kernels
+    with _phase(phases, "checked"):
+        answer["trials"] = _checked_trials(model, request, monitor, filename, gpu)
+    request["kernels"] = kernels
+    answer["timed"] = _timed_phase(model, request, monitor, filename, gpu, phases)
+    answer["ok"] = True
+
+
+def _load(request: dict, filename: str, device: str) -> tuple[torch.nn.Module, list[str]]:
+    """The candidate's ModelNew, built from the task's init inputs, with the reference's
+    perturbed parameters; and the names of its Triton kernels."""
     try:
         with open(filename, encoding="utf-8") as f:
             module = load_module(f.read(), filename, name="tritium_candidate")
@@ -204,8 +262,4 @@ def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: 
     except BaseException as exc:  # noqa: BLE001
         raise _classify(exc, filename, "ModelNew(*get_init_inputs()) raised") from None
     _params(model, os.path.join(request["dir"], "params.tt"), request.get("params", []))
-    answer["kernels"] = kernels
-    answer["trials"] = _checked_trials(model, request, monitor, filename)
-    request["kernels"] = kernels
-    answer["timed"] = _timed_phase(model, request, monitor, filename, gpu)
-    answer["ok"] = True
+    return model, kernels

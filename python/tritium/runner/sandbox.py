@@ -1,6 +1,8 @@
 """The candidate's cell: what a forked worker does to itself before it loads untrusted code.
 
 Layers, each applied where the kernel permits it and recorded in the returned report:
+- a session of its own (made by the worker), so the scheduler's autogroups share the CPU between
+  candidates rather than between their processes;
 - new mount, network and PID namespaces: no network (only a down loopback), the engine's
   reference and cache directories hidden under empty tmpfs mounts, and the candidate runs as PID 1
   of its own namespace, so every process it starts dies with it (fork bombs, daemons);
@@ -167,6 +169,14 @@ def _drop_privileges(spec: dict, report: dict) -> None:
     report["user"] = f"uid {uid}"
 
 
+def _process_limit(spec: dict) -> int:
+    """Tasks (threads count) a candidate may have: PyTorch's pools (a thread per core, for
+    intra-op and inter-op work) and a few compiler subprocesses, no more. Each process of a fork
+    bomb is a copy of a PyTorch runtime whose teardown costs CPU: 512 of them took 15 s of two
+    cores to die."""
+    return int(spec.get("processes", 64 + 2 * (os.cpu_count() or 1)))
+
+
 def _limit(spec: dict, device: str, report: dict, own_tasks: int) -> None:
     limits = {
         resource.RLIMIT_CORE: 0,
@@ -174,7 +184,7 @@ def _limit(spec: dict, device: str, report: dict, own_tasks: int) -> None:
         resource.RLIMIT_NOFILE: int(spec.get("open_files", 1024)),
         resource.RLIMIT_FSIZE: int(spec.get("file_bytes", 4 << 30)),
     }
-    processes = int(spec.get("processes", 512))
+    processes = _process_limit(spec)
     processes += own_tasks  # without root the limit counts every task of this uid, machine-wide
     limits[resource.RLIMIT_NPROC] = processes
     memory = int(spec.get("memory_bytes", 0))
@@ -235,16 +245,27 @@ def _become_namespace_init() -> None:
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
+def _cpu_share() -> str:
+    """How this worker's CPU is shared: its own session is an autogroup of its own when the kernel
+    has them on (they apply outside CPU cgroups only), so one slot's fork bomb cannot starve another."""
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            enabled = f.read().strip() == "1"
+    except OSError:
+        enabled = False
+    return "own autogroup" if enabled else "per process (autogroups off)"
+
+
 def enter(spec: dict, device: str) -> dict:
     """Applies the sandbox to this (forked) process; returns what was applied."""
-    report = {"network": "shared", "pid_namespace": False, "user": "unchanged", "hidden": []}
+    report = {"network": "shared", "pid_namespace": False, "user": "unchanged", "hidden": [], "cpu_share": _cpu_share()}
     os.makedirs(spec["dir"], exist_ok=True)
     own_tasks = _count_own_tasks(os.getuid()) if os.geteuid() != 0 else 0  # before /proc shows only ours
     _isolate(spec, report)
     if report["pid_namespace"]:
         _become_namespace_init()
         _mount_proc(report)
-        _cap_pids(int(spec.get("processes", 512)) * 2, report)
+        _cap_pids(_process_limit(spec) * 2, report)
     _drop_privileges(spec, report)
     _private_dir(spec["dir"])
     _limit(spec, device, report, own_tasks)

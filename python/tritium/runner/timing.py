@@ -42,7 +42,8 @@ class GpuLock:
     def __init__(self, lock_path: str | None, wait_s: float = LOCK_WAIT_S, sync=None):
         self.lock = open(lock_path) if lock_path else None  # noqa: SIM115 - held for the object's life
         self.gate = open(lock_path + ".gate") if lock_path else None  # noqa: SIM115
-        self.sharing = False
+        self.sharing = False  # a share is held now
+        self.in_scope = False  # inside shared(): work on the GPU should hold a share
         self.wait_s = wait_s
         # Called before the lock is let go: work this process left queued on the GPU (a side
         # stream it never waited for) must not run on into another process's timed calls.
@@ -84,17 +85,42 @@ class GpuLock:
 
     @contextlib.contextmanager
     def shared(self):
-        if self.lock is None or self.sharing:
+        """Holds a share for the duration (re-entrant: an inner call is a no-op)."""
+        if self.lock is None or self.in_scope:
             yield
             return
-        self._through_gate(fcntl.LOCK_SH)
-        self.sharing = True
+        self.in_scope = True
+        self.hold()
         try:
             yield
         finally:
-            self.sync()
-            self.sharing = False
-            fcntl.flock(self.lock, fcntl.LOCK_UN)
+            self.let_go()
+            self.in_scope = False
+
+    def let_go(self) -> None:
+        """Drops this process's share (after its queued GPU work), e.g. for CPU-only work such as
+        compiling a kernel or setting up the profiler, so a waiting timer need not wait it out."""
+        if self.lock is None or not self.sharing:
+            return
+        self.sync()
+        self.sharing = False
+        fcntl.flock(self.lock, fcntl.LOCK_UN)
+
+    def hold(self) -> None:
+        """(Re)takes the share inside a `shared` scope; a no-op outside one or when held."""
+        if self.lock is None or self.sharing or not self.in_scope:
+            return
+        self._through_gate(fcntl.LOCK_SH)
+        self.sharing = True
+
+    @contextlib.contextmanager
+    def released(self):
+        """CPU-only work outside this process's share."""
+        self.let_go()
+        try:
+            yield
+        finally:
+            self.hold()
 
     @contextlib.contextmanager
     def exclusive(self):
@@ -102,10 +128,7 @@ class GpuLock:
         if self.lock is None:
             yield True
             return
-        was_sharing = self.sharing
-        if was_sharing:  # drop our share first: two sharers upgrading must not wait on each other
-            self.sync()
-            fcntl.flock(self.lock, fcntl.LOCK_UN)
+        self.let_go()  # two sharers upgrading must not wait on each other
         deadline = time.monotonic() + self.wait_s
         held = False
         if self._try_until(self.gate, fcntl.LOCK_EX, deadline):
@@ -119,8 +142,7 @@ class GpuLock:
             if held:
                 self.sync()
                 fcntl.flock(self.lock, fcntl.LOCK_UN)
-            if was_sharing:
-                self._through_gate(fcntl.LOCK_SH)
+            self.hold()
 
 
 class Timer:
@@ -222,28 +244,33 @@ def measure(fn, fresh_inputs, device: str, spot: dict[int, list] | None = None, 
     return {"stats": {**stats(times), **info}, "spot_outputs": spot_outputs}
 
 
-def kernel_coverage(fn, inputs: list, kernel_names: set[str], calls: int = 3) -> dict:
-    """Share of the CUDA time of `calls` forwards spent in the named (the candidate's) kernels."""
+def kernel_coverage(fn, inputs: list, kernel_names: set[str], gpu: GpuLock, calls: int = 3) -> dict:
+    """Share of the CUDA time of `calls` forwards spent in the named (the candidate's) kernels.
+    The profiler's start and stop (most of a second of CPU) run outside the share of the GPU."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     fn(*inputs)
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    prof = profile(activities=[ProfilerActivity.CUDA])
+    with gpu.released():
+        prof.start()
+    try:
         for _ in range(calls):
             fn(*inputs)
         torch.cuda.synchronize()
+    finally:
+        with gpu.released():
+            prof.stop()
+            cuda_events = [(e.name, e.time_range.elapsed_us()) for e in prof.events() if e.device_type == DeviceType.CUDA]
     total = own = 0.0
     others: dict[str, float] = {}
-    for event in prof.events():
-        if event.device_type != DeviceType.CUDA:
-            continue
-        us = event.time_range.elapsed_us()
+    for name, us in cuda_events:
         total += us
-        if any(event.name.startswith(name) for name in kernel_names):
+        if any(name.startswith(kernel) for kernel in kernel_names):
             own += us
         else:
-            others[event.name] = others.get(event.name, 0.0) + us
+            others[name] = others.get(name, 0.0) + us
     top = sorted(others.items(), key=lambda kv: -kv[1])[:3]
     return {
         "coverage": own / total if total else None,

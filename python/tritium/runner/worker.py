@@ -1,7 +1,9 @@
 """One forked worker per request: whatever the request does, the runner survives it.
 
-The worker leads its own process group, so a timeout kills it and everything it started; what it
-prints goes through a pipe of which the runner keeps only the tail, so flooding costs no disk.
+The worker leads its own session (so its own process group), so a timeout kills it and everything it
+started, and the scheduler's autogroups share the CPU between sessions, not processes: a fork bomb
+in one slot cannot starve the candidates of the others. What it prints goes through a pipe of which
+the runner keeps only the tail, so flooding costs no disk.
 A request with a "sandbox" spec is run inside sandbox.enter() (namespaces, rlimits, own dir).
 """
 
@@ -16,6 +18,7 @@ from .lifetime import die_with_parent
 
 OUTPUT_TAIL_BYTES = 4000
 _REAP_GRACE_S = 0.5  # after the worker exits, how long its pipes may still deliver
+_TEARDOWN_WAIT_S = 10.0  # how long a killed group (a fork bomb: a thousand processes) may take to go
 
 
 def _describe_status(status: int) -> str:
@@ -37,7 +40,7 @@ def _child(handler, request: dict, result_fd: int, output_fd: int) -> None:
     me = os.getpid()
     try:
         die_with_parent()
-        os.setpgid(0, 0)
+        os.setsid()
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         os.close(output_fd)
@@ -102,13 +105,39 @@ class _Collector:
             os.close(fd)
 
 
+def _kill_group(pid: int) -> None:
+    """Kills the worker's group; the worker itself if it has not yet made one (setsid is its first step)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    except OSError:
+        pass
+
+
+def _await_teardown(pid: int) -> None:
+    """Waits until no process of the worker's group is left (the kernel tears a killed PID
+    namespace down asynchronously), so the slot's next candidate does not share the CPU with the
+    remains of this one."""
+    deadline = time.monotonic() + _TEARDOWN_WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.01)
+
+
 def _wait(pid: int, collector: _Collector, deadline: float | None) -> tuple[int | None, bool]:
     """Pumps the pipes until the worker is gone; (wait status, timed out)."""
     status, exited_at = None, None
     while True:
         now = time.monotonic()
         if deadline is not None and now > deadline and status is None:
-            os.killpg(pid, signal.SIGKILL)
+            _kill_group(pid)
             return os.waitpid(pid, 0)[1], True
         open_pipes = collector.pump(0.05)
         if status is None:
@@ -133,18 +162,12 @@ def run_in_worker(handler, request: dict, timeout_s: float | None = None) -> dic
         _child(handler, request, write_fd, out_write)
     os.close(write_fd)
     os.close(out_write)
-    try:
-        os.setpgid(pid, pid)  # also done by the child; whichever runs first wins the race
-    except OSError:
-        pass
     collector = _Collector(read_fd, out_read)
     deadline = time.monotonic() + timeout_s if timeout_s else None
     try:
         status, timed_out = _wait(pid, collector, deadline)
-        try:
-            os.killpg(pid, signal.SIGKILL)  # anything the worker left behind
-        except OSError:
-            pass
+        _kill_group(pid)  # anything the worker left behind
+        _await_teardown(pid)
     finally:
         collector.close()
     result = None
