@@ -56,7 +56,7 @@ Runner::~Runner() {
 void Runner::stop() {
   if (channel_ >= 0) close(channel_);
   channel_ = -1;
-  kill_group(child_);
+  process::kill_group(child_);
 }
 
 std::string Runner::log_tail() const {
@@ -68,7 +68,7 @@ std::string Runner::log_tail() const {
 }
 
 std::optional<Error> Runner::ensure_started() {
-  if (child_.pid > 0 && try_reap(child_) < 0) return std::nullopt;
+  if (child_.pid > 0 && process::try_reap(child_) < 0) return std::nullopt;
   stop();
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
@@ -77,10 +77,12 @@ std::optional<Error> Runner::ensure_started() {
   const int child_end = move_high(fds[1]);
   if (log_path_.empty()) log_path_ = make_log_path();
 
-  SpawnSpec spec{{options_.python, "-m", "tritium.runner", "--channel-fd", "3", "--device", options_.device, "--role",
-                  options_.role, "--threads", std::to_string(options_.threads)},
-                 scrubbed_environment(), child_end, log_path_};
-  auto child = spawn(spec);
+  process::SpawnSpec spec{{options_.python, "-m", "tritium.runner", "--channel-fd", "3", "--device", options_.device,
+                           "--role", options_.role, "--threads", std::to_string(options_.threads)},
+                          scrubbed_environment(),
+                          child_end,
+                          log_path_};
+  auto child = process::spawn(spec);
   close(child_end);
   if (!child) {
     stop();
@@ -120,8 +122,8 @@ Reply Runner::call(const Json& request, double timeout_s) {
       stop();
       return {Reply::Kind::timeout, nullptr, fmt::format("no answer within {:g} s", timeout_s)};
     case ReadStatus::closed: {
-      const int status = try_reap(child_);
-      const std::string how = status >= 0 ? describe_wait_status(status) : "closed its channel";
+      const int status = process::try_reap(child_);
+      const std::string how = status >= 0 ? process::describe_wait_status(status) : "closed its channel";
       stop();
       return {Reply::Kind::died, nullptr, fmt::format("the runner died ({})", how)};
     }

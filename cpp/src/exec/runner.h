@@ -4,8 +4,8 @@
 #include <optional>
 #include <string>
 
-#include "process.h"
 #include "tritium/exec.h"
+#include "tritium/process.h"
 
 namespace tritium::exec {
 
@@ -38,7 +38,7 @@ class Runner {
   std::string log_tail() const;
 
   RunnerOptions options_;
-  Child child_;
+  process::Child child_;
   int channel_ = -1;
   std::string log_path_;
   Json hello_;

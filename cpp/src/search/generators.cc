@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "exec/process.h"
+#include "tritium/process.h"
 #include "tritium/search.h"
 
 namespace tritium::search {
@@ -62,7 +62,7 @@ class LocalModelGenerator : public Generator {
     std::vector<std::string> argv{spec.python.empty() ? find_python() : spec.python, "-m", "tritium.model_server",
                                   spec.spec, "--host", "127.0.0.1", "--port", "0"};
     argv.insert(argv.end(), spec.server_args.begin(), spec.server_args.end());
-    auto child = exec::spawn({argv, {}, -1, self->log_.string()});
+    auto child = process::spawn({argv, {}, -1, self->log_.string()});
     if (!child) return child.error();
     self->child_ = *child;
     auto url = self->wait_for_url(spec.startup_timeout_s);
@@ -76,7 +76,7 @@ class LocalModelGenerator : public Generator {
   }
 
   ~LocalModelGenerator() override {
-    if (child_.pid > 0) exec::kill_group(child_);
+    if (child_.pid > 0) process::kill_group(child_);
     std::error_code ec;
     if (!log_.empty()) fs::remove(log_, ec);
   }
@@ -99,9 +99,9 @@ class LocalModelGenerator : public Generator {
         if (const auto at = text->find(marker); at != std::string::npos && text->find('\n', at) != std::string::npos)
           return text->substr(at + marker.size(), text->find('\n', at) - at - marker.size());
       }
-      if (const int status = exec::try_reap(child_); status != -1) {
+      if (const int status = process::try_reap(child_); status != -1) {
         child_.pid = -1;
-        return Error{fmt::format("the model server exited ({}) before listening:\n{}", exec::describe_wait_status(status),
+        return Error{fmt::format("the model server exited ({}) before listening:\n{}", process::describe_wait_status(status),
                                  text ? text->substr(text->size() > 2000 ? text->size() - 2000 : 0) : "")};
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -109,7 +109,7 @@ class LocalModelGenerator : public Generator {
     return Error{fmt::format("the model server did not listen within {} s (log: {})", timeout_s, log_.string())};
   }
 
-  exec::Child child_;
+  process::Child child_;
   fs::path log_;
   std::unique_ptr<LlmClient> client_;
 };

@@ -1,4 +1,5 @@
-// Private to exec: child processes in their own process group, killed as a whole.
+// Child processes in their own process group, killed as a whole: the engine's runners, the
+// model server a search starts.
 #pragma once
 
 #include <sys/types.h>
@@ -8,7 +9,7 @@
 
 #include "tritium/core.h"
 
-namespace tritium::exec {
+namespace tritium::process {
 
 struct SpawnSpec {
   std::vector<std::string> argv;        // argv[0] is looked up on PATH when it has no '/'
@@ -33,4 +34,4 @@ int try_reap(Child& child);
 /// "exit code 3", "signal 9 (Killed)".
 std::string describe_wait_status(int status);
 
-}  // namespace tritium::exec
+}  // namespace tritium::process

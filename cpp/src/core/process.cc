@@ -1,4 +1,4 @@
-#include "process.h"
+#include "tritium/process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 
 extern char** environ;
 
-namespace tritium::exec {
+namespace tritium::process {
 namespace {
 
 std::vector<char*> c_strings(const std::vector<std::string>& items) {
@@ -82,4 +82,4 @@ std::string describe_wait_status(int status) {
   return fmt::format("wait status {}", status);
 }
 
-}  // namespace tritium::exec
+}  // namespace tritium::process

@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "../../src/exec/process.h"
+#include "tritium/process.h"
 
-namespace tritium::exec {
+namespace tritium::process {
 namespace {
 
 int wait_exit(Child& child) {
@@ -76,4 +76,4 @@ TEST(DescribeWaitStatus, NamesSignals) {
 }
 
 }  // namespace
-}  // namespace tritium::exec
+}  // namespace tritium::process
