@@ -97,13 +97,18 @@ SearchResult search_task(const Task& task, Generator* generator, Engine& engine,
 
 /// A launch-configuration knob of a kernel's source: an integer literal passed as num_warps,
 /// num_stages or a BLOCK* argument at a kernel launch, or assigned to a BLOCK* name; or a launch
-/// without num_warps / num_stages, where setting one inserts the argument.
+/// without num_warps / num_stages, where setting one inserts the argument. A block size passed at a
+/// launch whose grid repeats the same literal (`k[(cdiv(n, 1024),)](..., BLOCK=1024)`) changes
+/// together with it, so the grid keeps covering the data.
 struct Knob {
   std::string name;
   std::size_t offset = 0, length = 0;  // the literal's bytes in the source (length 0: an insertion)
   long value = 0;                      // the current value (Triton's default when absent)
   std::string prefix;                  // written before a new value (", num_warps=" for an insertion)
+  std::vector<std::size_t> tied;       // offsets of the same literal in the launch's grid
   std::string with(long v) const { return prefix + std::to_string(v); }
+  /// `code` (the source the knob was found in) with the knob, and what is tied to it, set to `v`.
+  std::string apply(std::string code, long v) const;
 };
 std::vector<Knob> find_knobs(const std::string& code);
 /// The values worth trying for a knob (powers of two near its value, in its legal range).

@@ -30,7 +30,53 @@ std::vector<std::size_t> line_starts(const std::string& code) {
   return starts;
 }
 
+std::size_t offset_of(const std::vector<std::size_t>& starts, std::uint32_t line, std::uint32_t col) {
+  return line < starts.size() ? starts[line] + col : std::string::npos;
+}
+
+// The expression a launch's grid comes from: the subscript itself, or, when that is a name, the
+// value of its nearest assignment before the launch.
+NodeId grid_expression(const pyast::Tree& tree, NodeId launch) {
+  const NodeId grid = tree.child(tree.child(launch, Role::func), Role::slice);
+  if (grid == pyast::kNoNode || tree.node(grid).kind != Kind::Name) return grid;
+  const auto& at = tree.node(launch).span;
+  NodeId found = pyast::kNoNode;
+  for (NodeId id = 0; id < tree.size(); ++id) {
+    const auto& n = tree.node(id);
+    if (n.kind != Kind::Assign || n.span.end_line > at.line) continue;
+    const auto targets = tree.children(id, Role::target);
+    if (targets.size() == 1 && tree.node(targets[0]).kind == Kind::Name && tree.text(targets[0]) == tree.text(grid))
+      found = tree.child(id, Role::value);
+  }
+  return found;
+}
+
+// Offsets of the integer literals spelled `text` inside `expr`.
+std::vector<std::size_t> same_literals(const pyast::Tree& tree, const std::vector<std::size_t>& starts, NodeId expr,
+                                       std::string_view text) {
+  std::vector<std::size_t> out;
+  if (expr == pyast::kNoNode) return out;
+  const auto& span = tree.node(expr).span;
+  const std::size_t begin = offset_of(starts, span.line, span.col), end = offset_of(starts, span.end_line, span.end_col);
+  for (NodeId id = 0; id < tree.size(); ++id) {
+    const auto& n = tree.node(id);
+    if (n.kind != Kind::Constant || n.op != static_cast<std::uint16_t>(pyast::ConstKind::Int) || tree.text(id) != text)
+      continue;
+    const std::size_t at = offset_of(starts, n.span.line, n.span.col);
+    if (at != std::string::npos && at >= begin && at < end) out.push_back(at);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string Knob::apply(std::string code, long v) const {
+  std::vector<std::size_t> at = tied;
+  at.push_back(offset);
+  std::sort(at.rbegin(), at.rend());  // from the end, so earlier offsets stay valid
+  for (std::size_t o : at) code.replace(o, length, o == offset ? with(v) : std::to_string(v));  // a tie has our text
+  return code;
+}
 
 std::vector<Knob> find_knobs(const std::string& code) {
   const auto parsed = pyast::parse(code);
@@ -55,7 +101,12 @@ std::vector<Knob> find_knobs(const std::string& code) {
       std::vector<std::string_view> named;
       for (NodeId kw : tree.children(id, Role::keyword)) {
         named.push_back(tree.text(kw));
-        if (is_knob_name(tree.text(kw))) add(tree.text(kw), tree.child(kw, Role::value));
+        if (!is_knob_name(tree.text(kw))) continue;
+        const std::size_t before_add = knobs.size();
+        const NodeId literal = tree.child(kw, Role::value);
+        add(tree.text(kw), literal);
+        if (knobs.size() > before_add && is_block_name(tree.text(kw)))
+          knobs.back().tied = same_literals(tree, starts, grid_expression(tree, id), tree.text(literal));
       }
       // Launches that leave num_warps / num_stages to Triton's defaults (4 and 3 on NVIDIA GPUs).
       const std::size_t close = starts[n.span.end_line] + n.span.end_col - 1;  // the call's ')'

@@ -135,9 +135,7 @@ class Searcher {
       std::vector<std::pair<std::string, std::string>> variants;
       for (long v : knob_values(knob)) {
         if (v == knob.value || left <= 0) continue;
-        std::string code = base;
-        code.replace(knob.offset, knob.length, knob.with(v));
-        variants.emplace_back(std::move(code), fmt::format("{} {} -> {}", knob.name, knob.value, v));
+        variants.emplace_back(knob.apply(base, v), fmt::format("{} {} -> {}", knob.name, knob.value, v));
         --left;
       }
       evaluate("tune", std::move(variants));

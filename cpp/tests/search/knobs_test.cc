@@ -49,6 +49,27 @@ TEST(Knobs, ReplacingOrInsertingAValueKeepsValidPython) {
   EXPECT_EQ(find_knobs("k[g](x)\n")[0].with(8), ", num_warps=8");
 }
 
+TEST(Knobs, ABlockSizeRepeatedInTheLaunchGridChangesWithIt) {
+  // kCode's first launch: grid = (triton.cdiv(n, 1024),) assigned above it, BLOCK_SIZE=1024.
+  const auto knobs = find_knobs(kCode);
+  ASSERT_EQ(knobs[1].tied.size(), 1u);
+  const std::string code = knobs[1].apply(kCode, 2048);
+  EXPECT_NE(code.find("grid = (triton.cdiv(n, 2048),)"), std::string::npos) << code;
+  EXPECT_NE(code.find("BLOCK_SIZE=2048"), std::string::npos) << code;
+  EXPECT_TRUE(knobs[0].tied.empty());  // BLOCK_ROWS = 64 is an assignment, not a launch
+
+  // An inline grid; a literal that only looks the same elsewhere (the 1024 in x[1024]) stays.
+  const std::string inline_grid = "y = x[1024]\nk[(triton.cdiv(n, 1024), 1024)](x, n, BLOCK=1024)\n";
+  const auto found = find_knobs(inline_grid);
+  ASSERT_EQ(found[0].name, "BLOCK");
+  EXPECT_EQ(found[0].apply(inline_grid, 512), "y = x[1024]\nk[(triton.cdiv(n, 512), 512)](x, n, BLOCK=512)\n");
+
+  // A grid from a lambda or a name assigned after the launch is left alone, as is a different value.
+  for (const char* untied : {"k[lambda m: (triton.cdiv(n, m['BLOCK']),)](x, BLOCK=256)\n",
+                             "k[g](x, BLOCK=256)\ng = (triton.cdiv(n, 256),)\n", "k[(cdiv(n, 128),)](x, BLOCK=256)\n"})
+    EXPECT_TRUE(find_knobs(untied)[0].tied.empty()) << untied;
+}
+
 TEST(Knobs, ValuesArePowersOfTwoNearTheCurrentOne) {
   EXPECT_EQ(knob_values({"BLOCK_SIZE", 0, 0, 1024}), (std::vector<long>{1024, 2048, 512, 4096, 256}));
   EXPECT_EQ(knob_values({"BLOCK", 0, 0, 1000}), (std::vector<long>{512, 1024, 256, 2048, 128}));
