@@ -100,6 +100,31 @@ def test_a_timer_does_not_wait_for_a_sharer_that_let_go_and_excludes_it_after(lo
     assert events[("candidate", "shared again")] >= events[("timing", "out")], "the share came back mid-timing"
 
 
+def test_the_compile_hooks_let_go_of_the_share_and_take_it_back(lock_path):
+    """The wiring of candidate.py's Triton hooks (the interpreter never compiles, so they are
+    called here as Triton's JIT calls them, around a compile)."""
+    import triton
+
+    from tritium.runner.candidate import _let_go_while_compiling
+
+    runtime = triton.knobs.runtime
+    saved = runtime.jit_cache_hook, runtime.jit_post_compile_hook
+    gpu, phases = GpuLock(lock_path), {}
+    try:
+        with gpu.shared():
+            _let_go_while_compiling(gpu, phases)
+            assert runtime.jit_cache_hook(key="k", repr="kernel", fn=None, compile={}, is_manual_warmup=False,
+                                          already_compiled=False) is False  # Triton then compiles
+            assert not gpu.sharing
+            with GpuLock(lock_path, wait_s=0.5).exclusive() as exclusive:
+                assert exclusive, "a timer could not get the GPU while the candidate compiled"
+            runtime.jit_post_compile_hook(key="k", repr="kernel", fn=None, compile={}, is_manual_warmup=False,
+                                          already_compiled=False)
+            assert gpu.sharing and phases["compile"] >= 0
+    finally:
+        runtime.jit_cache_hook, runtime.jit_post_compile_hook = saved
+
+
 def test_without_a_path_it_does_nothing():
     gpu = GpuLock(None)
     with gpu.shared(), gpu.exclusive(), gpu.released():

@@ -100,12 +100,12 @@ def _let_go_while_compiling(gpu: GpuLock, phases: dict) -> None:
         return
     started = []
 
-    def before(**_):
+    def before(*_, **__):
         gpu.let_go()
         started.append(time.perf_counter())
         return False  # not found in a cache of ours: Triton compiles
 
-    def after(**_):
+    def after(*_, **__):
         if started:
             phases["compile"] = phases.get("compile", 0.0) + (time.perf_counter() - started.pop()) * 1000
         gpu.hold()
