@@ -77,14 +77,18 @@ def _params(model: torch.nn.Module, path: str, expected: list[dict]) -> None:
             p.copy_(theirs[f"p{i}"].to(device=p.device, dtype=p.dtype))
 
 
+def _add_since(phases: dict, name: str, start: float) -> None:
+    """Adds the wall time since `start` to phases[name] (ms): where the evaluation spent its time."""
+    phases[name] = phases.get(name, 0.0) + (time.perf_counter() - start) * 1000
+
+
 @contextlib.contextmanager
 def _phase(phases: dict, name: str):
-    """Adds the block's wall time to phases[name] (ms): where the evaluation spent its time."""
     start = time.perf_counter()
     try:
         yield
     finally:
-        phases[name] = phases.get(name, 0.0) + (time.perf_counter() - start) * 1000
+        _add_since(phases, name, start)
 
 
 def _let_go_while_compiling(gpu: GpuLock, phases: dict) -> None:
@@ -107,7 +111,7 @@ def _let_go_while_compiling(gpu: GpuLock, phases: dict) -> None:
 
     def after(*_, **__):
         if started:
-            phases["compile"] = phases.get("compile", 0.0) + (time.perf_counter() - started.pop()) * 1000
+            _add_since(phases, "compile", started.pop())
         gpu.hold()
         return False
 
@@ -168,7 +172,7 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: Gpu
 
         waiting = time.perf_counter()
         with gpu.exclusive() as exclusive:
-            phases["lock_wait"] = (time.perf_counter() - waiting) * 1000
+            _add_since(phases, "lock_wait", waiting)
             with _phase(phases, "timed"):
                 timer = Timer(device)
                 calls = warm_up_calls(timer, call, fresh)

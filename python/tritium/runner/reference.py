@@ -196,7 +196,7 @@ def _time_references(model, spots: list[list], device: str, gpu: GpuLock, seed: 
 
 def _run_trials(module, model, get_inputs, request: dict, filename: str, device: str, seed: int) -> tuple:
     """The checked trials (plus a batch-size variant when the task has one) and the spot sets,
-    written to the task's directory: (trials, warnings, spot inputs)."""
+    written to the task's directory: (trials, warnings)."""
     directory = request["dir"]
     trials, warnings = [], []
     plan = trial_inputs.plan(int(request.get("trials", 5)))
@@ -221,14 +221,12 @@ def _run_trials(module, model, get_inputs, request: dict, filename: str, device:
                        "inputs": describe(v for v in values if isinstance(v, torch.Tensor)),
                        "outputs": describe(outputs)})
 
-    spots = []
     for k in range(SPOT_SETS):
         spec = {"index": 1000 + k, "distribution": "task", "mode": "eval"}
         values, outputs, _ = run_stage("forward", "forward raised", filename, _trial, module, model, get_inputs,
                                     spec, seed, device)
         _write_pair(directory, f"spot-{k}", values, outputs)
-        spots.append(values)
-    return trials, warnings, spots
+    return trials, warnings
 
 
 def _build(request: dict, filename: str, seed: int):
@@ -274,7 +272,7 @@ def reference(request: dict) -> dict:
             model = model.to(device)
             params = [p.detach() for p in model.parameters()]
             write_tensors(os.path.join(directory, "params.tt"), [(f"p{i}", p) for i, p in enumerate(params)])
-            trials, warnings, _ = _run_trials(module, model, get_inputs, request, filename, device, seed)
+            trials, warnings = _run_trials(module, model, get_inputs, request, filename, device, seed)
 
         return {"ok": True, "init_inputs": init_inputs, "params": describe(params), "trials": trials,
                 "spots": SPOT_SETS, "warnings": sorted(set(warnings))}

@@ -106,14 +106,9 @@ class _Collector:
 
 
 def _kill_group(pid: int) -> None:
-    """Kills the worker's group; the worker itself if it has not yet made one (setsid is its first step)."""
+    """Kills the worker's group (none is left once the worker and all it started are gone)."""
     try:
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     except OSError:
         pass
 
@@ -137,6 +132,7 @@ def _wait(pid: int, collector: _Collector, deadline: float | None) -> tuple[int 
     while True:
         now = time.monotonic()
         if deadline is not None and now > deadline and status is None:
+            os.kill(pid, signal.SIGKILL)  # not yet reaped, so still ours, even before its setsid
             _kill_group(pid)
             return os.waitpid(pid, 0)[1], True
         open_pipes = collector.pump(0.05)
