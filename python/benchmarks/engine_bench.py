@@ -152,12 +152,15 @@ def _print_breakdown(verdicts: list[dict]) -> None:
 def throughput(args) -> dict:
     batch = example_batch(args.copies, args.wrong)
     items = engine_items(batch)
-    start = time.perf_counter()
-    engine = tritium.Engine(device="cuda", static_check=False)
-    verdicts = engine.evaluate(items)
-    engine_s = time.perf_counter() - start
-    print(f"engine: {len(batch)} candidates in {engine_s:.1f} s ({engine.info()['jobs']} jobs)", flush=True)
-    _print_breakdown(verdicts)
+    runs = {}  # jobs -> (seconds, verdicts), one engine run per --jobs setting
+    for jobs in args.jobs:
+        start = time.perf_counter()
+        engine = tritium.Engine(device="cuda", static_check=False, jobs=jobs)
+        verdicts = engine.evaluate(items)
+        seconds, jobs = time.perf_counter() - start, engine.info()["jobs"]
+        runs[jobs] = (seconds, verdicts)
+        print(f"engine: {len(batch)} candidates in {seconds:.1f} s ({jobs} jobs)", flush=True)
+        _print_breakdown(verdicts)
     untimed_s = None
     if args.untimed:  # where the time goes: the same batch with no timing (references or candidates)
         start = time.perf_counter()
@@ -176,17 +179,18 @@ def throughput(args) -> dict:
             naive.append(json.loads(lines[-1]) if lines else {"status": "runtime_error", "error": out.stderr[-300:]})
     naive_s = time.perf_counter() - start
     print(f"naive serial: {len(batch)} candidates in {naive_s:.1f} s", flush=True)
-    same = sum((v["status"] == "correct") == (n["status"] == "correct") for v, n in zip(verdicts, naive))
-    differ = [(e["id"], v["status"], n["status"]) for e, v, n in zip(batch, verdicts, naive)
-              if (v["status"] == "correct") != (n["status"] == "correct")]
-    print(f"same correctness on {same}/{len(batch)}; engine {naive_s / engine_s:.2f}x faster than naive serial "
-          "(target >= 4x)")
-    for d in differ:
-        print("  differs:", d)
-    return {"candidates": len(batch), "engine_s": engine_s, "naive_s": naive_s, "ratio": naive_s / engine_s,
-            "engine_untimed_s": untimed_s,
-            "same_correctness": same, "differs": differ,
-            "engine_statuses": [v["status"] for v in verdicts], "naive_statuses": [n["status"] for n in naive]}
+    result = {"candidates": len(batch), "naive_s": naive_s, "engine_untimed_s": untimed_s,
+              "naive_statuses": [n["status"] for n in naive], "runs": {}}
+    for jobs, (seconds, verdicts) in runs.items():
+        differ = [(e["id"], v["status"], n["status"]) for e, v, n in zip(batch, verdicts, naive)
+                  if (v["status"] == "correct") != (n["status"] == "correct")]
+        print(f"{jobs} jobs: same correctness on {len(batch) - len(differ)}/{len(batch)}; engine "
+              f"{naive_s / seconds:.2f}x faster than naive serial (target >= 4x)")
+        for d in differ:
+            print("  differs:", d)
+        result["runs"][jobs] = {"engine_s": seconds, "ratio": naive_s / seconds, "differs": differ,
+                                "engine_statuses": [v["status"] for v in verdicts]}
+    return result
 
 
 def cache(args) -> dict:
@@ -215,6 +219,8 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--wrong", type=int, default=4)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--jobs", type=lambda s: [int(j) for j in s.split(",")], default=[0],
+                        help="throughput: engine slot counts to run, e.g. 8,12 (0: the engine's default)")
     parser.add_argument("--untimed", action="store_true", help="throughput: also run the batch without timing")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()

@@ -74,6 +74,17 @@ def test_a_waiting_timer_closes_the_gate_to_new_sharers(lock_path):
     assert events[("late", "in")] >= events[("timing", "out")], "a new sharer overtook the waiting timer"
 
 
+def test_timers_queued_together_all_time_before_any_new_sharer(lock_path):
+    """One drain of the sharers serves every timer that queues before the last has timed: a sharer
+    waiting since before timer b arrived (during timer a's timed calls) gets the GPU after both."""
+    events = _run((_hold, lock_path, "shared", 0.4, "first"),
+                  (_hold, lock_path, "exclusive", 0.4, "timer a", 0.1),
+                  (_hold, lock_path, "shared", 0.1, "late", 0.2),
+                  (_hold, lock_path, "exclusive", 0.2, "timer b", 0.6))
+    assert events[("timer a", "in")] >= events[("first", "out")]
+    assert events[("late", "in")] >= events[("timer b", "out")], f"a new sharer got in between the timers: {events}"
+
+
 def test_two_sharers_upgrading_both_get_the_lock_in_turn(lock_path):
     events = _run((_upgrade, lock_path, "a"), (_upgrade, lock_path, "b"))
     first, second = sorted("ab", key=lambda n: events[(n, "in")])
@@ -154,3 +165,21 @@ def test_a_timer_stops_waiting_for_a_hung_sharer_and_says_so(lock_path):
         hung.join()
     with GpuLock(lock_path, wait_s=0.5).exclusive() as exclusive:
         assert exclusive is True  # the holder is gone
+
+
+def test_a_timer_gives_up_waiting_in_time_for_its_own_limit(lock_path):
+    """A candidate near its time limit stops waiting for a hung neighbour's share at `give_up_at`,
+    however long `wait_s` would let it wait, and times without exclusivity."""
+    hung = CTX.Process(target=_hang_shared, args=(lock_path, 5.0))
+    hung.start()
+    time.sleep(0.3)
+    try:
+        start = time.monotonic()
+        with GpuLock(lock_path, wait_s=4.0, give_up_at=start + 0.5).exclusive() as exclusive:
+            waited = time.monotonic() - start
+        assert exclusive is False and 0.5 <= waited < 2.0, waited
+        with GpuLock(lock_path, wait_s=4.0, give_up_at=start - 1.0).exclusive() as exclusive:
+            assert exclusive is False  # already past: one try, no wait
+    finally:
+        hung.kill()
+        hung.join()

@@ -32,30 +32,37 @@ class GpuLock:
     """A GPU's lock files, shared by every runner process on the machine. Timing holds the lock
     exclusively; any other work on the GPU (loading, checked trials) holds it shared, so nothing
     else runs on the device while a candidate or a reference is timed. flock alone would let a
-    stream of shared holders starve a waiting timer, so every acquisition first passes a gate
-    (LOCK.gate) that a timer keeps closed while it waits. A hung candidate keeps its share until
-    the engine kills it, so a timer waits at most `wait_s`, then times without exclusivity and says
-    so (a measurement marked as shared beats a verdict lost to a neighbour's hang). Files are
-    opened read-only: sandboxed uids may not write them, and flock needs no more. Without a path
-    it does nothing (CPU)."""
+    stream of shared holders starve a waiting timer, so a share is taken through a gate
+    (LOCK.gate) that timers hold shared from the moment they queue until they have timed: while
+    any timer waits or times, no new share is granted. Timers that queue together thus wait for
+    the sharers to drain once and then time in turn, instead of each waiting out a fresh round of
+    sharers (on the H200, with one drain per timer, candidates waited 0.5 to 1 s each for the
+    lock, for 0.03 s of timed calls).
+    A hung candidate keeps its share until the engine kills it, so a timer waits at most `wait_s`,
+    then times without exclusivity and says so (a measurement marked as shared beats a verdict
+    lost to a neighbour's hang); and never past `give_up_at` (a time.monotonic() value), so that
+    the candidate still has time to finish before its own limit. Files are opened read-only: sandboxed uids may not write them,
+    and flock needs no more. Without a path it does nothing (CPU)."""
 
-    def __init__(self, lock_path: str | None, wait_s: float = LOCK_WAIT_S, sync=None):
+    def __init__(self, lock_path: str | None, wait_s: float = LOCK_WAIT_S, sync=None, give_up_at: float | None = None):
         self.lock = open(lock_path) if lock_path else None  # noqa: SIM115 - held for the object's life
         self.gate = open(lock_path + ".gate") if lock_path else None  # noqa: SIM115
         self.sharing = False  # a share is held now
         self.in_scope = False  # inside shared(): work on the GPU should hold a share
         self.wait_s = wait_s
+        self.give_up_at = give_up_at
         # Called before the lock is let go: work this process left queued on the GPU (a side
         # stream it never waited for) must not run on into another process's timed calls.
         self._sync = sync
 
     @classmethod
-    def for_device(cls, device: str, lock_path: str | None, wait_s: float | None = None) -> "GpuLock":
+    def for_device(cls, device: str, lock_path: str | None, wait_s: float | None = None,
+                   give_up_at: float | None = None) -> "GpuLock":
         """The lock of a runner working on `device`: a no-op on the CPU; on a GPU, one that
         synchronizes the device before letting go."""
         on_gpu = device.startswith("cuda")
         return cls(lock_path if on_gpu else None, LOCK_WAIT_S if wait_s is None else wait_s,
-                   sync=torch.cuda.synchronize if on_gpu else None)
+                   sync=torch.cuda.synchronize if on_gpu else None, give_up_at=give_up_at)
 
     def sync(self) -> None:
         if self._sync is None:
@@ -64,13 +71,6 @@ class GpuLock:
             self._sync()
         except Exception:  # noqa: BLE001 - a CUDA fault surfaces where the work is judged, not here
             pass
-
-    def _through_gate(self, mode: int) -> None:
-        fcntl.flock(self.gate, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(self.lock, mode)
-        finally:
-            fcntl.flock(self.gate, fcntl.LOCK_UN)
 
     @staticmethod
     def _try_until(f, mode: int, deadline: float) -> bool:
@@ -110,7 +110,11 @@ class GpuLock:
         """(Re)takes the share inside a `shared` scope; a no-op outside one or when held."""
         if self.lock is None or self.sharing or not self.in_scope:
             return
-        self._through_gate(fcntl.LOCK_SH)
+        fcntl.flock(self.gate, fcntl.LOCK_EX)  # waits while any timer is queued or timing
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
         self.sharing = True
 
     @contextlib.contextmanager
@@ -130,18 +134,18 @@ class GpuLock:
             return
         self.let_go()  # two sharers upgrading must not wait on each other
         deadline = time.monotonic() + self.wait_s
-        held = False
-        if self._try_until(self.gate, fcntl.LOCK_EX, deadline):
-            try:
-                held = self._try_until(self.lock, fcntl.LOCK_EX, deadline)
-            finally:
-                fcntl.flock(self.gate, fcntl.LOCK_UN)
+        if self.give_up_at is not None:
+            deadline = min(deadline, self.give_up_at)
+        queued = self._try_until(self.gate, fcntl.LOCK_SH, deadline)  # closes the gate to new sharers
+        held = queued and self._try_until(self.lock, fcntl.LOCK_EX, deadline)
         try:
             yield held
         finally:
             if held:
                 self.sync()
                 fcntl.flock(self.lock, fcntl.LOCK_UN)
+            if queued:
+                fcntl.flock(self.gate, fcntl.LOCK_UN)
             self.hold()
 
 
