@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine without network (docs/gpu.md): build Tritium from .deps, run the GPU tests and
 # the engine benchmarks in one call. Results go to $OUT (or ./gpu-results).
-#   bash scripts/gpu-check.sh [tests|repeatability|throughput|cache|probe|demo|synth|search]...
+#   bash scripts/gpu-check.sh [tests|repeatability|throughput|cache|probe|demo|synth|search|model|train|train-parity]...
 #   (default: the first four; a benchmark step's extra flags come from <STEP>_ARGS, e.g. PROBE_ARGS)
 # demo: the demo batch (scripts/demo-candidates.sh) timed on the GPU, verdicts in $OUT/h200-demo.jsonl.
 # synth: a --size gpu sample validated on the GPU, and reference solutions judged there (untimed).
@@ -9,8 +9,12 @@
 #   solutions of synthesized fusion tasks; one directory per task under $OUT/search. Then the
 #   emitter's fragment search and tuning on each level-2 example (scripts/fragment-search.sh), with
 #   each task's speedup over its best-of-1 kernel in $OUT/search/fragments/speedups.txt.
-# train: configs/h200.toml on every GPU (accelerate); its data stage is skipped when runs/h200 came
-#   along (carry it: the data stage validates solutions on the CPU). Logs and reports in $OUT/train.
+# model: joins the two halves of SmolLM2 that scripts/fetch-model.sh cut (.model/a from an earlier
+#   call on the same warm machine, .model/b carried by this one) into runs/models/smollm2, and puts
+#   the gguf package (from its wheel) on PYTHONPATH for the steps after it.
+# train: $TRAIN_CONFIG (default configs/h200.toml) on every GPU (accelerate); its data stage is
+#   skipped when the config's out directory came along with sft.jsonl (carry it: the data stage
+#   validates solutions on the CPU). Logs and reports in $OUT/train.
 # train-parity: scripts/train-parity.sh on 1 and on all GPUs (needs runs/h200 from a data stage).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,15 +50,22 @@ for step in "${steps[@]}"; do
                 --tune-budget "${TUNE:-10}" --device cuda --out "$OUT/search/$id" 2>"$OUT/search/$id.log" | tail -2
             done
             bash scripts/fragment-search.sh "$OUT/search/fragments" cuda ;;
-    train) mkdir -p "$OUT/train"; config="$OUT/train/h200.toml"; cp configs/h200.toml "$config"
-           [ -f runs/h200/sft.jsonl ] && sed -i 's/^stages = .*/stages = ["sft", "rl", "eval"]/' "$config"
+    model) name=SmolLM2-135M-Instruct.Q4_1.gguf; mkdir -p runs/models/smollm2
+           cat ".model/a/$name.part0" ".model/b/$name.part1" > "runs/models/smollm2/$name"
+           (cd runs/models/smollm2 && sha256sum -c ../../../.model/b/SHA256SUMS)
+           python3 -m pip install -q --no-index --no-deps --target .model/site .model/a/gguf-*.whl
+           export PYTHONPATH="$PWD/.model/site${PYTHONPATH:+:$PYTHONPATH}" ;;
+    train) mkdir -p "$OUT/train"; config="$OUT/train/$(basename "${TRAIN_CONFIG:-configs/h200.toml}")"
+           cp "${TRAIN_CONFIG:-configs/h200.toml}" "$config"
+           run_dir=$(python3 -c "import sys,tomllib;print(tomllib.load(open(sys.argv[1],'rb'))['out'])" "$config")
+           [ -f "$run_dir/sft.jsonl" ] && sed -i 's/^stages = .*/stages = ["sft", "rl", "eval"]/' "$config"
            gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
            multi=(); [ "$gpus" -gt 1 ] && multi=(--multi_gpu)
            accelerate launch "${multi[@]}" --num_processes "$gpus" --num_machines 1 --mixed_precision no \
              --dynamo_backend no -m tritium.train --config "$config" >"$OUT/train/train.log" 2>&1 || true
            grep -E "^(sft|rl|eval|data):" "$OUT/train/train.log" | tail -30
            for f in report/report.md rl/rl_history.json sft/sft_result.json eval/sft/report.md eval/rl/report.md; do
-             [ -f "runs/h200/$f" ] && cp "runs/h200/$f" "$OUT/train/$(echo "$f" | tr / -)"
+             [ -f "$run_dir/$f" ] && cp "$run_dir/$f" "$OUT/train/$(echo "$f" | tr / -)"
            done ;;
     train-parity) gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
                   head -8 runs/h200/train_tasks.jsonl > "$OUT/parity-tasks.jsonl"
