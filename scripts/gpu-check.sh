@@ -14,7 +14,8 @@
 #   the gguf package (from its wheel) on PYTHONPATH for the steps after it.
 # train: $TRAIN_CONFIG (default configs/h200.toml) on every GPU (accelerate); its data stage is
 #   skipped when the config's out directory came along with sft.jsonl (carry it: the data stage
-#   validates solutions on the CPU). Logs and reports in $OUT/train.
+#   validates solutions on the CPU). Logs and reports in $OUT/train. TRAIN_LIMIT_S (seconds; default
+#   none) stops the run in time to copy the reports of the stages it finished.
 # train-parity: scripts/train-parity.sh on 1 and on all GPUs (needs runs/h200 from a data stage).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,8 +62,9 @@ for step in "${steps[@]}"; do
            [ -f "$run_dir/sft.jsonl" ] && sed -i 's/^stages = .*/stages = ["sft", "rl", "eval"]/' "$config"
            gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
            multi=(); [ "$gpus" -gt 1 ] && multi=(--multi_gpu)
-           accelerate launch "${multi[@]}" --num_processes "$gpus" --num_machines 1 --mixed_precision no \
-             --dynamo_backend no -m tritium.train --config "$config" >"$OUT/train/train.log" 2>&1 || true
+           # TRAIN_LIMIT_S stops the run in time for the reports of the stages it finished to be copied
+           timeout "${TRAIN_LIMIT_S:-0}" accelerate launch "${multi[@]}" --num_processes "$gpus" --num_machines 1 \
+             --mixed_precision no --dynamo_backend no -m tritium.train --config "$config" >"$OUT/train/train.log" 2>&1 || true
            grep -E "^(sft|rl|eval|data):" "$OUT/train/train.log" | tail -30
            for f in report/report.md rl/rl_history.json sft/sft_result.json eval/sft/report.md eval/rl/report.md; do
              [ -f "$run_dir/$f" ] && cp "$run_dir/$f" "$OUT/train/$(echo "$f" | tr / -)"

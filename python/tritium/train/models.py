@@ -62,4 +62,17 @@ def load(spec: str, corpus: list[str] | None = None, seed: int = 0, dtype=torch.
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **extra)
-    return model, tokenizer
+    return _plain_weights(model), tokenizer
+
+
+def _plain_weights(model):
+    """A model loaded from a GGUF file keeps transformers' GGUF quantizer attached, which refuses
+    save_pretrained (so every checkpoint) even where the weights were dequantized as they loaded,
+    as SmolLM2's Llama weights are (transformers 5.24). Training needs plain weights either way."""
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is None:
+        return model
+    if any(not p.dtype.is_floating_point for p in model.parameters()):
+        return model.dequantize()  # weights still in quantized blocks; raises where transformers cannot
+    quantizer.remove_quantization_config(model)
+    return model
