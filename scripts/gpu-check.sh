@@ -51,7 +51,7 @@ for step in "${steps[@]}"; do
                 --tune-budget "${TUNE:-10}" --device cuda --out "$OUT/search/$id" 2>"$OUT/search/$id.log" | tail -2
             done
             bash scripts/fragment-search.sh "$OUT/search/fragments" cuda ;;
-    model) name=SmolLM2-135M-Instruct.Q4_1.gguf; mkdir -p runs/models/smollm2
+    model) name=$(basename .model/a/*.part0 .part0); mkdir -p runs/models/smollm2  # as fetch-model.sh named it
            cat ".model/a/$name.part0" ".model/b/$name.part1" > "runs/models/smollm2/$name"
            (cd runs/models/smollm2 && sha256sum -c ../../../.model/b/SHA256SUMS)
            python3 -m pip install -q --no-index --no-deps --target .model/site .model/a/gguf-*.whl

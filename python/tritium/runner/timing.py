@@ -41,8 +41,9 @@ class GpuLock:
     A hung candidate keeps its share until the engine kills it, so a timer waits at most `wait_s`,
     then times without exclusivity and says so (a measurement marked as shared beats a verdict
     lost to a neighbour's hang); and never past `give_up_at` (a time.monotonic() value), so that
-    the candidate still has time to finish before its own limit. Files are opened read-only: sandboxed uids may not write them,
-    and flock needs no more. Without a path it does nothing (CPU)."""
+    the candidate still has time to finish before its own limit. Files are opened read-only:
+    sandboxed uids may not write them, and flock needs no more. Without a path it does nothing
+    (CPU)."""
 
     def __init__(self, lock_path: str | None, wait_s: float = LOCK_WAIT_S, sync=None, give_up_at: float | None = None):
         self.lock = open(lock_path) if lock_path else None  # noqa: SIM115 - held for the object's life
