@@ -14,8 +14,10 @@
 #   the gguf package (from its wheel) on PYTHONPATH for the steps after it.
 # train: $TRAIN_CONFIG (default configs/h200.toml) on every GPU (accelerate); its data stage is
 #   skipped when the config's out directory came along with sft.jsonl (carry it: the data stage
-#   validates solutions on the CPU). Logs and reports in $OUT/train. TRAIN_LIMIT_S (seconds; default
-#   none) stops the run in time to copy the reports of the stages it finished.
+#   validates solutions on the CPU), and TRAIN_STAGES (default "sft rl eval") picks the stages then:
+#   "sft eval" in one call and "rl eval" in the next, on the same warm machine, split a long run.
+#   The log in $OUT/train, reports, histories and verdicts in $OUT/train/run.tar.gz. TRAIN_LIMIT_S
+#   (seconds; default none) stops the run in time to pack what the stages it finished wrote.
 # train-parity: scripts/train-parity.sh on 1 and on all GPUs (needs runs/h200 from a data stage).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,16 +61,17 @@ for step in "${steps[@]}"; do
     train) mkdir -p "$OUT/train"; config="$OUT/train/$(basename "${TRAIN_CONFIG:-configs/h200.toml}")"
            cp "${TRAIN_CONFIG:-configs/h200.toml}" "$config"
            run_dir=$(python3 -c "import sys,tomllib;print(tomllib.load(open(sys.argv[1],'rb'))['out'])" "$config")
-           [ -f "$run_dir/sft.jsonl" ] && sed -i 's/^stages = .*/stages = ["sft", "rl", "eval"]/' "$config"
+           stages=(${TRAIN_STAGES:-sft rl eval}); stages=$(printf '"%s", ' "${stages[@]}")
+           [ -f "$run_dir/sft.jsonl" ] && sed -i "s/^stages = .*/stages = [${stages%, }]/" "$config"
            gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
            multi=(); [ "$gpus" -gt 1 ] && multi=(--multi_gpu)
            # TRAIN_LIMIT_S stops the run in time for the reports of the stages it finished to be copied
            timeout "${TRAIN_LIMIT_S:-0}" accelerate launch "${multi[@]}" --num_processes "$gpus" --num_machines 1 \
              --mixed_precision no --dynamo_backend no -m tritium.train --config "$config" >"$OUT/train/train.log" 2>&1 || true
            grep -E "^(sft|rl|eval|data):" "$OUT/train/train.log" | tail -30
-           for f in report/report.md rl/rl_history.json sft/sft_result.json eval/sft/report.md eval/rl/report.md; do
-             [ -f "$run_dir/$f" ] && cp "$run_dir/$f" "$OUT/train/$(echo "$f" | tr / -)"
-           done ;;
+           # reports, histories, verdicts and TensorBoard logs in one file ($OUT brings back 8 at most)
+           parts=$(cd "$run_dir" && ls -d eval report rl sft 2>/dev/null || true)
+           [ -n "$parts" ] && tar czf "$OUT/train/run.tar.gz" -C "$run_dir" --exclude='checkpoint-*' $parts ;;
     train-parity) gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
                   head -8 runs/h200/train_tasks.jsonl > "$OUT/parity-tasks.jsonl"
                   bash scripts/train-parity.sh "$OUT/parity" runs/h200/sft.jsonl "$OUT/parity-tasks.jsonl" "$gpus" \

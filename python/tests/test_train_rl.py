@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS
 
 import tritium
@@ -87,3 +89,28 @@ def test_prompts_generated_together_match_prompts_generated_alone():
     assert len({len(a[0]) for a in alone}) == 3  # different prompt lengths: left padding is exercised
     assert [a[1] for a in alone] == [t[1] for t in together]
     assert [a[0] for a in alone] == [t[0] for t in together]
+
+
+def test_prompts_rolled_out_in_one_batch_give_each_group_its_own_rollouts_and_verdicts():
+    import torch
+
+    from tritium.integrations import RewardClient
+    from tritium.train import models
+    from tritium.train.rl import _rollout_batch
+
+    tasks = [{"id": n, "source": (EXAMPLE_TASKS / "level1" / f"{n}.py").read_text()} for n in ("01_relu", "07_softmax")]
+    model, tokenizer = models.load("tiny", corpus=[t["source"] for t in tasks])
+    cfg = RLConfig(tasks="", model="", out="", group_size=2, max_new_tokens=12, temperature=0.0)
+    client = RewardClient(device="cpu")
+    cpu = torch.device("cpu")
+    # Greedy decoding: a batch of both prompts must give each group what it gets alone, with the
+    # prompt's own tokens and the verdicts of its own samples.
+    together = _rollout_batch(cfg, model, tokenizer, client, tasks, 0, 1, None, cpu)
+    alone = [_rollout_batch(cfg, model, tokenizer, client, [t], g, 1, None, cpu) for g, t in enumerate(tasks)]
+    assert len(together[0]) == 2 and torch.equal(together[0][0]["ids"][0], together[0][0]["ids"][1])
+    assert not torch.equal(together[0][0]["ids"][0], together[0][1]["ids"][0])  # the prompts differ
+    for g, (groups, stats) in enumerate(alone):
+        assert torch.equal(together[0][g]["ids"], groups[0]["ids"])
+        assert torch.equal(together[0][g]["mask"], groups[0]["mask"])
+        assert torch.allclose(together[0][g]["old"], groups[0]["old"], atol=1e-5)
+        assert together[1][g]["statuses"] == stats[0]["statuses"] and together[1][g]["lengths"] == stats[0]["lengths"]

@@ -57,6 +57,31 @@ def _gpus_wanted(config: dict) -> bool:
     return torch.cuda.is_available() and any(d != "cpu" for d in devices)
 
 
+class Evaluations:
+    """The eval stage: each trained model on the held-out tasks right after the stage that trained
+    it (so a run stopped later keeps it), then a report with the stages side by side."""
+
+    def __init__(self, config: dict, stages: list[str], out: pathlib.Path, seed: int, state):
+        self.on = "eval" in stages
+        self.cfg = {k: v for k, v in config.get("eval", {}).items() if k != "model"}
+        self.out, self.seed, self.state = out, seed, state
+        self.verdicts: list[pathlib.Path] = []
+
+    def after(self, name: str, model: pathlib.Path) -> None:
+        if self.on and self.state.is_main_process:
+            print(f"eval: {name} ({model})", flush=True)
+            where = self.out / "eval" / name
+            evaluate_model(str(model), str(self.out / "heldout.jsonl"), str(where), seed=self.seed, **self.cfg)
+            self.verdicts.append(where / "verdicts.jsonl")
+        self.state.wait_for_everyone()
+
+    def report(self) -> None:
+        if len(self.verdicts) > 1:  # before and after RL
+            _cli("report", str(self.verdicts[0]), "--compare", *map(str, self.verdicts[1:]),
+                 "--out", str(self.out / "report"))
+            print(f"eval: report with the stages side by side in {self.out / 'report'}")
+
+
 def run(config_path: str) -> int:
     config = tomllib.loads(pathlib.Path(config_path).read_text())
     stages = config.get("stages", list(STAGES))
@@ -69,14 +94,14 @@ def run(config_path: str) -> int:
     from accelerate import PartialState
 
     state = PartialState(cpu=not _gpus_wanted(config))
-    models_trained = []
+    evaluations = Evaluations(config, stages, out, seed, state)
     if "data" in stages:
         if state.is_main_process:
             data_stage(config.get("data", {}), out, seed)
         state.wait_for_everyone()
     if "sft" in stages:
         train_sft(SFTConfig(data=str(out / "sft.jsonl"), out=str(out / "sft"), seed=seed, **config.get("sft", {})))
-        models_trained.append(("sft", latest_checkpoint(out / "sft")))
+        evaluations.after("sft", latest_checkpoint(out / "sft"))
     if "rl" in stages:
         start = latest_checkpoint(out / "sft") or config.get("rl", {}).get("model")
         rl = {k: v for k, v in config.get("rl", {}).items() if k != "model"}
@@ -84,18 +109,10 @@ def run(config_path: str) -> int:
             rl["heldout"] = str(out / "heldout.jsonl")
         result = train_rl(RLConfig(tasks=str(out / "train_tasks.jsonl"), model=str(start), out=str(out / "rl"),
                                    seed=seed, **rl))
-        models_trained.append(("rl", pathlib.Path(result["checkpoint"])))
-    if "eval" in stages and state.is_main_process:
-        cfg = config.get("eval", {})
-        verdicts = []
-        for name, model in models_trained or [("model", pathlib.Path(cfg["model"]))]:
-            print(f"eval: {name} ({model})")
-            evaluate_model(str(model), str(out / "heldout.jsonl"), str(out / "eval" / name), seed=seed,
-                           **{k: v for k, v in cfg.items() if k != "model"})
-            verdicts.append(out / "eval" / name / "verdicts.jsonl")
-        if len(verdicts) > 1:  # the stages side by side: before and after RL
-            _cli("report", str(verdicts[0]), "--compare", *map(str, verdicts[1:]), "--out", str(out / "report"))
-            print(f"eval: report with the stages side by side in {out / 'report'}")
+        evaluations.after("rl", pathlib.Path(result["checkpoint"]))
+    if "eval" in stages and "sft" not in stages and "rl" not in stages:
+        evaluations.after("model", pathlib.Path(config.get("eval", {})["model"]))
+    evaluations.report()
     return 0
 
 

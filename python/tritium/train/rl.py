@@ -5,8 +5,9 @@ advantages (HRD by default: plan tokens get alpha times the speed advantage, cod
 correctness advantage) and takes `updates` clipped policy-gradient steps over all the step's
 groups (tritium.train.grpo). Tasks come from a curriculum over difficulty levels with mixing
 weights (tritium.train.curriculum). Data-parallel through accelerate: each process rolls out its
-share of a step's prompts (seeded per prompt, so the rollouts do not depend on which process
-draws them) and the gradients are averaged over all groups.
+share of a step's prompts, `rollout_batch` prompts per generate call (each batch seeded by its
+first prompt, so the rollouts do not depend on which process draws them), and the gradients are
+averaged over all groups.
 
     python -m tritium.train.rl --tasks SUITE --model DIR --out DIR [--steps N] [--group-size G] ...
     accelerate launch --num_processes 2 -m tritium.train.rl --tasks SUITE --model DIR --out DIR ...
@@ -42,6 +43,7 @@ class RLConfig:
     steps: int = 10
     prompts_per_step: int = 2
     group_size: int = 4
+    rollout_batch: int = 1      # prompts per generate call and per engine call (rollouts depend on it)
     max_new_tokens: int = 512
     temperature: float = 1.0
     top_p: float = 1.0
@@ -113,15 +115,29 @@ def _seed_for(seed: int, *where) -> int:
     return int.from_bytes(hashlib.sha256(repr((seed, *where)).encode()).digest()[:7], "little")
 
 
-def _rollout_group(cfg: RLConfig, model, tokenizer, client, task: dict, g: int, step: int, reference, device):
-    """One prompt's group: rollouts (seeded by step and prompt), verdicts, and the tensors its loss needs."""
+def _rollout_batch(cfg: RLConfig, model, tokenizer, client, tasks: list[dict], first: int, step: int, reference,
+                   device) -> tuple[list[dict], list[dict]]:
+    """Prompts first, first+1, ...: their groups rolled out in one generate call (seeded by step and
+    first prompt, so on any process alike), judged in one engine call, and the tensors each group's
+    loss needs, with its statistics."""
     from .. import api
 
-    torch.manual_seed(_seed_for(cfg.seed, step, g))
-    prompt = api.kernel_prompt(task["source"])
-    prompt_ids, completions, texts = rollout(model, tokenizer, prompt, cfg.group_size, cfg.max_new_tokens,
-                                             cfg.temperature, cfg.top_p, device)
-    scored = client.score([{"response": t, "task": task["source"], "group": g} for t in texts])
+    torch.manual_seed(_seed_for(cfg.seed, step, first))
+    results = rollouts(model, tokenizer, [api.kernel_prompt(t["source"]) for t in tasks], cfg.group_size,
+                       cfg.max_new_tokens, cfg.temperature, cfg.top_p, device)
+    scored = client.score([{"response": text, "task": task["source"], "group": first + i}
+                           for i, (task, (_, _, texts)) in enumerate(zip(tasks, results)) for text in texts])
+    groups, stats = [], []
+    for i, (task, (prompt_ids, completions, texts)) in enumerate(zip(tasks, results)):
+        group, st = _group_tensors(tokenizer, prompt_ids, completions, texts,
+                                   scored[i * cfg.group_size:(i + 1) * cfg.group_size], model, reference, device)
+        groups.append(group)
+        stats.append({**st, "level": task_level(task)})
+    return groups, stats
+
+
+def _group_tensors(tokenizer, prompt_ids, completions, texts, scored, model, reference, device):
+    """One prompt's group: token-level advantages, the completion mask, old (and reference) log-probs."""
     ids, attention = _batch(prompt_ids, completions, tokenizer.pad_token_id, device)
     adv = torch.stack([grpo.response_advantages(tokenizer, len(prompt_ids), t, s["advantage"], ids.shape[1])
                        for t, s in zip(texts, scored)])[:, 1:].to(device)
@@ -133,7 +149,7 @@ def _rollout_group(cfg: RLConfig, model, tokenizer, client, task: dict, g: int, 
     tokens = mask.sum().clamp(min=1)
     stats = {"statuses": [s["verdict"]["status"] for s in scored], "rewards": [s["reward"]["scalar"] for s in scored],
              "components": [{k: float(v) for k, v in s["reward"].items() if isinstance(v, (int, float))} for s in scored],
-             "lengths": [len(c) for c in completions], "level": task_level(task),
+             "lengths": [len(c) for c in completions],
              # The sampled tokens' mean surprise estimates the policy's entropy (at temperature 1).
              "entropy": float(-(old * mask).sum() / tokens)}
     if ref is not None:
@@ -189,8 +205,10 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
 
     accelerator = Accelerator(cpu=cfg.device == "cpu" or not torch.cuda.is_available())
     world, rank, main = accelerator.num_processes, accelerator.process_index, accelerator.is_main_process
-    if cfg.prompts_per_step < world:
-        raise ValueError(f"prompts_per_step {cfg.prompts_per_step} leaves some of {world} processes without a prompt")
+    batch = max(1, cfg.rollout_batch)
+    if -(-cfg.prompts_per_step // batch) < world:
+        raise ValueError(f"prompts_per_step {cfg.prompts_per_step} in batches of {batch} (rollout_batch) leaves some "
+                         f"of {world} processes without a prompt")
     log = log if main else (lambda *_: None)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
@@ -219,10 +237,11 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         began = time.monotonic()
         chosen = curriculum.pick(rng, cfg.prompts_per_step)  # the same on every process
         groups, stats = [], []
-        for g in range(rank, len(chosen), world):  # this process's share of the prompts
-            group, st = _rollout_group(cfg, model, tokenizer, client, chosen[g], g, step, reference, device)
-            groups.append(group)
-            stats.append(st)
+        for first in range(rank * batch, len(chosen), world * batch):  # this process's share of the batches
+            more_groups, more_stats = _rollout_batch(cfg, model, tokenizer, client, chosen[first:first + batch], first,
+                                                     step, reference, device)
+            groups += more_groups
+            stats += more_stats
         loss = _update(cfg, accelerator, wrapped, optimizer, groups, len(chosen))
         generated = int(accelerator.reduce(torch.tensor(sum(sum(st["lengths"]) for st in stats), device=device), "sum"))
         stats = gather_object(stats) if world > 1 else stats
@@ -234,6 +253,8 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
                                                      client, device, log)
             top_rollouts = []
         history.append(record)
+        if main:  # every step, so that a run stopped early keeps what it did
+            (out / "rl_history.json").write_text(json.dumps(history, indent=2))
         statuses = record["statuses"]
         total = sum(statuses.values())
         board.scalars(step, "rl", {**{k: v for k, v in record.items() if k not in ("statuses", "levels", "open_levels")},
@@ -248,8 +269,6 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             tokenizer.save_pretrained(path)
         accelerator.wait_for_everyone()
     board.close()
-    if main:
-        (out / "rl_history.json").write_text(json.dumps(history, indent=2))
     return {"steps": cfg.steps, "history": history, "checkpoint": str(out / f"checkpoint-{cfg.steps}"),
             "processes": world}
 
