@@ -19,9 +19,9 @@ def lock_path(tmp_path):
     return str(path)
 
 
-def _hold(lock_path, kind, seconds, log, name, start_after=0.0):
+def _hold(lock_path, kind, seconds, log, name, start_after=0.0, **options):
     time.sleep(start_after)
-    gpu = GpuLock(lock_path)
+    gpu = GpuLock(lock_path, **options)
     with getattr(gpu, kind)():
         log.put((name, "in", time.monotonic()))
         time.sleep(seconds)
@@ -46,8 +46,10 @@ def _with_log(fn, args: list, log) -> tuple:
 
 
 def _run(*procs, timeout=10.0) -> dict:
+    """Each proc is (fn, *args) or (fn, *args, {keyword options})."""
     log = CTX.Queue()
-    started = [CTX.Process(target=fn, args=_with_log(fn, args, log)) for fn, *args in procs]
+    procs = [(p[0], list(p[1:-1]), p[-1]) if isinstance(p[-1], dict) else (p[0], list(p[1:]), {}) for p in procs]
+    started = [CTX.Process(target=fn, args=_with_log(fn, args, log), kwargs=options) for fn, args, options in procs]
     for p in started:
         p.start()
     for p in started:
@@ -183,3 +185,29 @@ def test_a_timer_gives_up_waiting_in_time_for_its_own_limit(lock_path):
     finally:
         hung.kill()
         hung.join()
+
+
+def test_a_sharer_stops_waiting_at_a_gate_kept_closed_by_a_timer_waiting_on_a_hung_sharer(lock_path):
+    """A timer waits out a hung neighbour's share for up to its wait_s, with the gate closed; a
+    new candidate gets its share after gate_wait_s instead of stalling (or timing out) behind it."""
+    events = _run((_hold, lock_path, "shared", 3.0, "hung"),
+                  (_hold, lock_path, "exclusive", 0.1, "timer", 0.1, {"wait_s": 2.5}),
+                  (_hold, lock_path, "shared", 0.1, "late", 0.3, {"gate_wait_s": 0.4}))
+    assert events[("late", "in")] < events[("timer", "in")], f"the new sharer waited for the timer: {events}"
+    assert events[("late", "in")] < events[("hung", "out")]
+
+
+def test_a_compile_during_the_timed_calls_keeps_the_hold_exclusive(lock_path):
+    """Triton's compile hooks let go of the share and take it back; while timing, neither may turn
+    the exclusive hold into a share that lets a neighbour onto the GPU."""
+    gpu, neighbour = GpuLock(lock_path), GpuLock(lock_path, wait_s=0.3, gate_wait_s=0.3)
+    with gpu.shared():
+        with gpu.exclusive() as exclusive:
+            assert exclusive
+            gpu.let_go()  # as the hooks around a compile do
+            gpu.hold()
+            with neighbour.shared():
+                assert not neighbour.sharing, "a neighbour got a share during the timed calls"
+        assert gpu.sharing  # the share is back after timing
+    with neighbour.shared():
+        assert neighbour.sharing

@@ -23,9 +23,10 @@ from .timing import GpuLock
 CPU_SHAPED_CALLS = 8  # on the CPU nothing is timed, but the calls a timing loop makes are checked
 INTERPRETER_LIMITS = ("only 0-dimensional arrays can be converted to Python scalars",)
 # What a candidate needs after waiting for exclusive use of the GPU: its timed calls, the
-# profiler's set-up (up to 3.9 s in a fresh process on the H200) and its outputs. A timer stops
-# waiting for a neighbour that hangs on to the GPU this long before the candidate's own limit.
-AFTER_LOCK_WAIT_S = 5.0
+# profiler's set-up for the coverage (up to 3.9 s in a fresh process on the H200) and its outputs.
+# A timer stops waiting for a neighbour that hangs on to the GPU this long before the candidate's
+# own limit; one that only gets to time after that point skips the coverage (it is left null).
+AFTER_LOCK_WAIT_S = 8.0
 
 
 class Failure(Exception):
@@ -183,8 +184,11 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: Gpu
                 result = measure(call, fresh, device, spot=_spot_map(spots, chooser, calls), calls=calls, timer=timer)
         stats = {**result["stats"], "exclusive": exclusive}
         # Shares of this process's own CUDA time: neighbours do not skew them, so no exclusive hold.
-        with _phase(phases, "coverage"):
-            coverage = kernel_coverage(call, spots[0], set(request["kernels"]), gpu)
+        if gpu.give_up_at is None or time.monotonic() < gpu.give_up_at:
+            with _phase(phases, "coverage"):
+                coverage = kernel_coverage(call, spots[0], set(request["kernels"]), gpu)
+        else:
+            coverage = None  # too close to the candidate's limit for the profiler's set-up
     else:
         spot_map = _spot_map(spots, chooser, CPU_SHAPED_CALLS)
         result = {"spot_outputs": {}}

@@ -26,6 +26,10 @@ PROBE_CYCLES = 1_000_000  # one GPU sleep, timed once, converts milliseconds to 
 # worth hiding is the kernel itself.
 HIDDEN_MIN_MS, HIDDEN_SHARE = 0.02, 0.10
 LOCK_WAIT_S = 30.0  # a timer waits this long for exclusivity, then times anyway, marked so
+# A sharer waits this long at a gate closed by waiting timers, then takes its share anyway: a timer
+# waiting out a hung neighbour must not stall every candidate on the GPU (normally the gate opens
+# once the sharers drained and the queued timers timed: a second or two).
+GATE_WAIT_S = 5.0
 
 
 class GpuLock:
@@ -41,17 +45,22 @@ class GpuLock:
     A hung candidate keeps its share until the engine kills it, so a timer waits at most `wait_s`,
     then times without exclusivity and says so (a measurement marked as shared beats a verdict
     lost to a neighbour's hang); and never past `give_up_at` (a time.monotonic() value), so that
-    the candidate still has time to finish before its own limit. Files are opened read-only:
+    the candidate still has time to finish before its own limit. For the same reason a sharer
+    waits at most `gate_wait_s` at the gate, and at most `wait_s` for its share (past that a timer
+    holding the GPU is hung), then works without. Files are opened read-only:
     sandboxed uids may not write them, and flock needs no more. Without a path it does nothing
     (CPU)."""
 
-    def __init__(self, lock_path: str | None, wait_s: float = LOCK_WAIT_S, sync=None, give_up_at: float | None = None):
+    def __init__(self, lock_path: str | None, wait_s: float = LOCK_WAIT_S, sync=None, give_up_at: float | None = None,
+                 gate_wait_s: float = GATE_WAIT_S):
         self.lock = open(lock_path) if lock_path else None  # noqa: SIM115 - held for the object's life
         self.gate = open(lock_path + ".gate") if lock_path else None  # noqa: SIM115
         self.sharing = False  # a share is held now
         self.in_scope = False  # inside shared(): work on the GPU should hold a share
+        self.timing = False  # inside exclusive(): the share is neither let go nor taken back
         self.wait_s = wait_s
         self.give_up_at = give_up_at
+        self.gate_wait_s = gate_wait_s
         # Called before the lock is let go: work this process left queued on the GPU (a side
         # stream it never waited for) must not run on into another process's timed calls.
         self._sync = sync
@@ -101,22 +110,24 @@ class GpuLock:
     def let_go(self) -> None:
         """Drops this process's share (after its queued GPU work), e.g. for CPU-only work such as
         compiling a kernel or setting up the profiler, so a waiting timer need not wait it out."""
-        if self.lock is None or not self.sharing:
+        if self.lock is None or not self.sharing or self.timing:
             return
         self.sync()
         self.sharing = False
         fcntl.flock(self.lock, fcntl.LOCK_UN)
 
     def hold(self) -> None:
-        """(Re)takes the share inside a `shared` scope; a no-op outside one or when held."""
-        if self.lock is None or self.sharing or not self.in_scope:
+        """(Re)takes the share inside a `shared` scope; a no-op outside one, when held, or while
+        timing (a compile during the timed calls must not turn the exclusive hold into a share)."""
+        if self.lock is None or self.sharing or not self.in_scope or self.timing:
             return
-        fcntl.flock(self.gate, fcntl.LOCK_EX)  # waits while any timer is queued or timing
+        # The gate is closed while any timer is queued or timing.
+        gated = self._try_until(self.gate, fcntl.LOCK_EX, time.monotonic() + self.gate_wait_s)
         try:
-            fcntl.flock(self.lock, fcntl.LOCK_SH)
+            self.sharing = self._try_until(self.lock, fcntl.LOCK_SH, time.monotonic() + self.wait_s)
         finally:
-            fcntl.flock(self.gate, fcntl.LOCK_UN)
-        self.sharing = True
+            if gated:
+                fcntl.flock(self.gate, fcntl.LOCK_UN)
 
     @contextlib.contextmanager
     def released(self):
@@ -139,9 +150,11 @@ class GpuLock:
             deadline = min(deadline, self.give_up_at)
         queued = self._try_until(self.gate, fcntl.LOCK_SH, deadline)  # closes the gate to new sharers
         held = queued and self._try_until(self.lock, fcntl.LOCK_EX, deadline)
+        self.timing = True
         try:
             yield held
         finally:
+            self.timing = False
             if held:
                 self.sync()
                 fcntl.flock(self.lock, fcntl.LOCK_UN)
