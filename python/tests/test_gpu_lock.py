@@ -211,3 +211,26 @@ def test_a_compile_during_the_timed_calls_keeps_the_hold_exclusive(lock_path):
         assert gpu.sharing  # the share is back after timing
     with neighbour.shared():
         assert neighbour.sharing
+
+
+def test_a_sharer_waits_at_the_gate_for_its_gate_wait_in_all(lock_path):
+    """A candidate takes its share back several times (after each compile, after timing): behind a
+    timer stuck on a hung neighbour, the waits at the gate together stay within gate_wait_s."""
+    hung = CTX.Process(target=_hang_shared, args=(lock_path, 6.0))
+    timer = CTX.Process(target=_hold, args=(lock_path, "exclusive", 0.1, CTX.Queue(), "timer"), kwargs={"wait_s": 5.0})
+    hung.start()
+    time.sleep(0.2)
+    timer.start()
+    time.sleep(0.2)  # the timer has closed the gate and waits for the hung share
+    try:
+        gpu = GpuLock(lock_path, gate_wait_s=0.5)
+        start = time.monotonic()
+        with gpu.shared():
+            for _ in range(3):
+                with gpu.released():  # e.g. three compiles
+                    pass
+        assert time.monotonic() - start < 1.5, "each share waited its own gate_wait_s"
+    finally:
+        for p in (hung, timer):
+            p.kill()
+            p.join()

@@ -26,9 +26,9 @@ PROBE_CYCLES = 1_000_000  # one GPU sleep, timed once, converts milliseconds to 
 # worth hiding is the kernel itself.
 HIDDEN_MIN_MS, HIDDEN_SHARE = 0.02, 0.10
 LOCK_WAIT_S = 30.0  # a timer waits this long for exclusivity, then times anyway, marked so
-# A sharer waits this long at a gate closed by waiting timers, then takes its share anyway: a timer
-# waiting out a hung neighbour must not stall every candidate on the GPU (normally the gate opens
-# once the sharers drained and the queued timers timed: a second or two).
+# A sharer waits this long in all at a gate closed by waiting timers, then takes its shares
+# without it: a timer waiting out a hung neighbour must not stall every candidate on the GPU
+# (normally the gate opens once the sharers drained and the queued timers timed: a second or two).
 GATE_WAIT_S = 5.0
 
 
@@ -46,8 +46,9 @@ class GpuLock:
     then times without exclusivity and says so (a measurement marked as shared beats a verdict
     lost to a neighbour's hang); and never past `give_up_at` (a time.monotonic() value), so that
     the candidate still has time to finish before its own limit. For the same reason a sharer
-    waits at most `gate_wait_s` at the gate, and at most `wait_s` for its share (past that a timer
-    holding the GPU is hung), then works without. Files are opened read-only:
+    waits at the gate `gate_wait_s` in all (it takes its share several times: after each compile,
+    after timing), and at most `wait_s` for a share (past that a timer holding the GPU is hung),
+    then works without. Files are opened read-only:
     sandboxed uids may not write them, and flock needs no more. Without a path it does nothing
     (CPU)."""
 
@@ -60,7 +61,7 @@ class GpuLock:
         self.timing = False  # inside exclusive(): the share is neither let go nor taken back
         self.wait_s = wait_s
         self.give_up_at = give_up_at
-        self.gate_wait_s = gate_wait_s
+        self.gate_wait_s = gate_wait_s  # what is left of it
         # Called before the lock is let go: work this process left queued on the GPU (a side
         # stream it never waited for) must not run on into another process's timed calls.
         self._sync = sync
@@ -122,7 +123,9 @@ class GpuLock:
         if self.lock is None or self.sharing or not self.in_scope or self.timing:
             return
         # The gate is closed while any timer is queued or timing.
-        gated = self._try_until(self.gate, fcntl.LOCK_EX, time.monotonic() + self.gate_wait_s)
+        waiting = time.monotonic()
+        gated = self._try_until(self.gate, fcntl.LOCK_EX, waiting + self.gate_wait_s)
+        self.gate_wait_s = max(0.0, self.gate_wait_s - (time.monotonic() - waiting))
         try:
             self.sharing = self._try_until(self.lock, fcntl.LOCK_SH, time.monotonic() + self.wait_s)
         finally:
