@@ -34,6 +34,8 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path):
     record = result["history"][0]
     assert record["kl"] >= 0 and record["entropy_estimate"] > 0 and 0 < record["completion_tokens_mean"] <= 16
     assert record["reward_components"]["scalar"] == record["reward_mean"]
+    assert set(record["seconds"]) == {"generate", "score", "update"} and min(record["seconds"].values()) > 0
+    assert record["generate_tokens_per_s"] > 0 and record["update_tokens_per_s"] > 0
     # TensorBoard holds the same figures, one scalar per step.
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -92,6 +94,8 @@ def test_prompts_generated_together_match_prompts_generated_alone():
 
 
 def test_prompts_rolled_out_in_one_batch_give_each_group_its_own_rollouts_and_verdicts():
+    from collections import Counter
+
     import torch
 
     from tritium.integrations import RewardClient
@@ -105,8 +109,8 @@ def test_prompts_rolled_out_in_one_batch_give_each_group_its_own_rollouts_and_ve
     cpu = torch.device("cpu")
     # Greedy decoding: a batch of both prompts must give each group what it gets alone, with the
     # prompt's own tokens and the verdicts of its own samples.
-    together = _rollout_batch(cfg, model, tokenizer, client, tasks, 0, 1, None, cpu)
-    alone = [_rollout_batch(cfg, model, tokenizer, client, [t], g, 1, None, cpu) for g, t in enumerate(tasks)]
+    together = _rollout_batch(cfg, model, tokenizer, client, tasks, 0, 1, None, cpu, Counter())
+    alone = [_rollout_batch(cfg, model, tokenizer, client, [t], g, 1, None, cpu, Counter()) for g, t in enumerate(tasks)]
     assert len(together[0]) == 2 and torch.equal(together[0][0]["ids"][0], together[0][0]["ids"][1])
     assert not torch.equal(together[0][0]["ids"][0], together[0][1]["ids"][0])  # the prompts differ
     for g, (groups, stats) in enumerate(alone):

@@ -116,17 +116,21 @@ def _seed_for(seed: int, *where) -> int:
 
 
 def _rollout_batch(cfg: RLConfig, model, tokenizer, client, tasks: list[dict], first: int, step: int, reference,
-                   device) -> tuple[list[dict], list[dict]]:
+                   device, clock: Counter) -> tuple[list[dict], list[dict]]:
     """Prompts first, first+1, ...: their groups rolled out in one generate call (seeded by step and
     first prompt, so on any process alike), judged in one engine call, and the tensors each group's
-    loss needs, with its statistics."""
+    loss needs, with its statistics. Adds the seconds spent generating and scoring to `clock`."""
     from .. import api
 
     torch.manual_seed(_seed_for(cfg.seed, step, first))
+    began = time.monotonic()
     results = rollouts(model, tokenizer, [api.kernel_prompt(t["source"]) for t in tasks], cfg.group_size,
                        cfg.max_new_tokens, cfg.temperature, cfg.top_p, device)
+    clock["generate"] += time.monotonic() - began
+    began = time.monotonic()
     scored = client.score([{"response": text, "task": task["source"], "group": first + i}
                            for i, (task, (_, _, texts)) in enumerate(zip(tasks, results)) for text in texts])
+    clock["score"] += time.monotonic() - began
     groups, stats = [], []
     for i, (task, (prompt_ids, completions, texts)) in enumerate(zip(tasks, results)):
         group, st = _group_tensors(tokenizer, prompt_ids, completions, texts,
@@ -237,16 +241,25 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         began = time.monotonic()
         chosen = curriculum.pick(rng, cfg.prompts_per_step)  # the same on every process
         groups, stats = [], []
+        clock = Counter()
         for first in range(rank * batch, len(chosen), world * batch):  # this process's share of the batches
             more_groups, more_stats = _rollout_batch(cfg, model, tokenizer, client, chosen[first:first + batch], first,
-                                                     step, reference, device)
+                                                     step, reference, device, clock)
             groups += more_groups
             stats += more_stats
+        updating = time.monotonic()
         loss = _update(cfg, accelerator, wrapped, optimizer, groups, len(chosen))
+        clock["update"] = time.monotonic() - updating
+        own = {"generated": sum(sum(st["lengths"]) for st in stats),
+               "trained": cfg.updates * sum(int(g["attention"].sum()) for g in groups)}
         generated = int(accelerator.reduce(torch.tensor(sum(sum(st["lengths"]) for st in stats), device=device), "sum"))
         stats = gather_object(stats) if world > 1 else stats
         top_rollouts += [s == "correct" for st in stats if st["level"] == curriculum.top for s in st["statuses"]]
         record = _record(step, stats, loss, generated, time.monotonic() - began, chosen, curriculum)
+        # The main process's own phases: generate and update throughput apart from the engine's time.
+        record["seconds"] = {k: round(v, 3) for k, v in clock.items()}
+        record["generate_tokens_per_s"] = own["generated"] / max(clock["generate"], 1e-9)
+        record["update_tokens_per_s"] = own["trained"] / max(clock["update"], 1e-9)
         if cfg.curriculum and step % max(cfg.curriculum_every, 1) == 0:
             torch.manual_seed(_seed_for(cfg.seed, "check", step))  # every process decides alike
             record["curriculum"] = _check_curriculum(cfg, curriculum, heldout, top_rollouts, model, tokenizer,
@@ -262,7 +275,9 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
                                    "open_levels": len(record["open_levels"])})
         if cfg.log_every and step % cfg.log_every == 0:
             log(f"rl: step {step}/{cfg.steps} loss {record['loss']:.4f} reward {record['reward_mean']:.3f} "
-                f"statuses {dict(statuses)} ({record['rollout_tokens_per_s']:.0f} generated tokens/s)")
+                f"statuses {dict(statuses)} ({record['rollout_tokens_per_s']:.0f} generated tokens/s over the step; "
+                f"generate {record['generate_tokens_per_s']:.0f}, update {record['update_tokens_per_s']:.0f} tokens/s; "
+                f"{', '.join(f'{k} {v:.1f} s' for k, v in record['seconds'].items())})")
         if ((cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps) and main:
             path = out / f"checkpoint-{step}"
             model.save_pretrained(path)
