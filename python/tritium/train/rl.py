@@ -296,13 +296,12 @@ def _check_curriculum(cfg: RLConfig, curriculum: Curriculum, heldout: list[dict]
 
     level = curriculum.top
     tasks = [t for t in heldout if task_level(t) == level]
-    if tasks:
-        outcomes = []
-        for t in tasks:
-            _, _, texts = rollout(model, tokenizer, api.kernel_prompt(t["source"]), 1, cfg.max_new_tokens,
-                                  cfg.temperature, cfg.top_p, device)
-            scored = client.score([{"response": texts[0], "task": t["source"], "group": 0}])
-            outcomes.append(scored[0]["verdict"]["status"] == "correct")
+    if tasks:  # in one generate call and one engine call, each task its own group
+        results = rollouts(model, tokenizer, [api.kernel_prompt(t["source"]) for t in tasks], 1, cfg.max_new_tokens,
+                           cfg.temperature, cfg.top_p, device)
+        scored = client.score([{"response": texts[0], "task": t["source"], "group": g}
+                               for g, (t, (_, _, texts)) in enumerate(zip(tasks, results))])
+        outcomes = [s["verdict"]["status"] == "correct" for s in scored]
         source = f"{len(tasks)} held-out tasks"
     else:
         outcomes, source = top_rollouts, f"{len(top_rollouts)} training rollouts (no held-out task at this level)"
