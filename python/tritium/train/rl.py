@@ -67,16 +67,10 @@ class RLConfig:
 
 
 @torch.no_grad()
-def rollout(model, tokenizer, prompt: str, group_size: int, max_new_tokens: int, temperature: float, top_p: float,
-            device: torch.device) -> tuple[list[int], list[list[int]], list[str]]:
-    """(prompt ids, completion ids per sample without padding, completion texts)."""
-    return rollouts(model, tokenizer, [prompt], group_size, max_new_tokens, temperature, top_p, device)[0]
-
-
-@torch.no_grad()
 def rollouts(model, tokenizer, prompts: list[str], group_size: int, max_new_tokens: int, temperature: float,
              top_p: float, device: torch.device) -> list[tuple[list[int], list[list[int]], list[str]]]:
-    """rollout() for several prompts in one generate call (left-padded): one result per prompt."""
+    """`group_size` samples of each prompt, all in one generate call (left-padded): per prompt, its
+    ids, each sample's completion ids without padding, and the completion texts."""
     encoded = [tokenizer(data.prompt_text(tokenizer, p), add_special_tokens=False)["input_ids"] for p in prompts]
     width = max(len(ids) for ids in encoded)
     rows = [ids for ids in encoded for _ in range(group_size)]
@@ -250,16 +244,16 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         updating = time.monotonic()
         loss = _update(cfg, accelerator, wrapped, optimizer, groups, len(chosen))
         clock["update"] = time.monotonic() - updating
-        own = {"generated": sum(sum(st["lengths"]) for st in stats),
-               "trained": cfg.updates * sum(int(g["attention"].sum()) for g in groups)}
-        generated = int(accelerator.reduce(torch.tensor(sum(sum(st["lengths"]) for st in stats), device=device), "sum"))
+        own_generated = sum(sum(st["lengths"]) for st in stats)
+        own_trained = cfg.updates * sum(int(g["attention"].sum()) for g in groups)
+        generated = int(accelerator.reduce(torch.tensor(own_generated, device=device), "sum"))
         stats = gather_object(stats) if world > 1 else stats
         top_rollouts += [s == "correct" for st in stats if st["level"] == curriculum.top for s in st["statuses"]]
         record = _record(step, stats, loss, generated, time.monotonic() - began, chosen, curriculum)
         # The main process's own phases: generate and update throughput apart from the engine's time.
         record["seconds"] = {k: round(v, 3) for k, v in clock.items()}
-        record["generate_tokens_per_s"] = own["generated"] / max(clock["generate"], 1e-9)
-        record["update_tokens_per_s"] = own["trained"] / max(clock["update"], 1e-9)
+        record["generate_tokens_per_s"] = own_generated / max(clock["generate"], 1e-9)
+        record["update_tokens_per_s"] = own_trained / max(clock["update"], 1e-9)
         if cfg.curriculum and step % max(cfg.curriculum_every, 1) == 0:
             torch.manual_seed(_seed_for(cfg.seed, "check", step))  # every process decides alike
             record["curriculum"] = _check_curriculum(cfg, curriculum, heldout, top_rollouts, model, tokenizer,
