@@ -1,6 +1,8 @@
 """The engine on a real GPU (scripts/gpu-check.sh runs these on the H200; skipped without CUDA)."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -67,3 +69,22 @@ def test_bombs_are_contained_on_the_gpu_machine():
     for name in names[:-1]:
         assert verdicts[name]["status"] in EXPECTED[name]["status"] + ["timeout"], verdicts[name]["message"]
     assert verdicts["honest_relu.py"]["status"] == "correct"
+
+
+def test_a_timer_waits_for_another_process_holding_the_gpu(tmp_path, monkeypatch):
+    # Engines of other processes share the machine-wide lock: while another process holds the GPU
+    # exclusively (as another engine's timer would), this engine's timer waits for it.
+    monkeypatch.setenv("TRITIUM_LOCK_DIR", str(tmp_path))
+    engine = tritium.Engine(device="cuda", static_check=False, timeout_s=60, memory_gb=4)
+    (lock,) = tmp_path.glob("gpu-*.lock")
+    assert "index" not in lock.name  # named after the GPU's UUID
+    hold = "import fcntl, sys, time; f = open(sys.argv[1]); fcntl.flock(f, fcntl.LOCK_EX); print(1, flush=True); time.sleep(8)"
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "1"
+        (verdict,) = engine.evaluate([item("honest_relu.py", BIG_RELU)])
+    finally:
+        holder.kill()
+    assert verdict["status"] == "correct", verdict["message"]
+    assert verdict["phases_ms"]["lock_wait"] >= 2000, verdict["phases_ms"]
+    assert verdict["runtime_stats"]["exclusive"] is True

@@ -4,12 +4,15 @@
 // wait for: only their speedups do); verdicts are judged from files and cached. Layout of the work directory:
 //   refs/<task>/     reference files (hidden from candidates by the sandbox)
 //   jobs/<n>/        one candidate's private directory: its code, linked inputs, its outputs
-//   gpu-<k>.lock     GPU k's lock (flock: timing exclusive, other GPU work shared; timing.py)
-//   gpu-<k>.lock.gate  its gate, which keeps a waiting timer from being starved
+// The GPU locks are machine-wide, so that engines of other processes queue on them too:
+//   $TRITIUM_LOCK_DIR (default /tmp/tritium-gpu-locks)/gpu-<uuid>.lock
+//                    a GPU's lock (flock: timing exclusive, other GPU work shared; timing.py)
+//   gpu-<uuid>.lock.gate  its gate, which keeps a waiting timer from being starved
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -75,6 +78,20 @@ Result<fs::path> make_work_dir(const std::string& requested) {
   // Sandboxed candidates may run under another uid: they traverse these, but cannot list them.
   for (const auto& d : {dir, dir / "jobs"}) chmod(d.c_str(), 0711);
   chmod((dir / "refs").c_str(), 0700);
+  return dir;
+}
+
+// Every engine on this machine (any user's, any process's) finds the GPU locks here; sandboxed
+// uids open them for reading, and another user's engine may add a GPU's: sticky and open, as /tmp.
+Result<fs::path> make_lock_dir() {
+  const char* env = std::getenv("TRITIUM_LOCK_DIR");
+  const fs::path dir = env && *env ? fs::path(env) : fs::path("/tmp/tritium-gpu-locks");
+  std::error_code ec;
+  if (fs::create_directories(dir, ec)) chmod(dir.c_str(), 01777);
+  if (ec || !fs::is_directory(dir))
+    return Error{fmt::format("cannot create the GPU lock directory {}: {}; point TRITIUM_LOCK_DIR at a directory "
+                             "every engine on this machine can use",
+                             dir.string(), ec ? ec.message() : "not a directory")};
   return dir;
 }
 
@@ -155,6 +172,8 @@ struct Engine::Impl {
   std::string device;       // resolved: "cpu" or "cuda"
   int gpus = 0;
   Json hello = Json::object(), device_info = Json::object();
+  fs::path lock_dir;
+  std::vector<std::string> gpu_ids;  // each visible GPU's UUID, by index
   std::optional<exec::VerdictCache> cache;
 
   // Trusted runners, lent one at a time to whichever slot needs a reference.
@@ -195,9 +214,13 @@ struct Engine::Impl {
   // half that for exclusivity, then times anyway, marked as shared (timing.GpuLock).
   double lock_wait_s() const { return options.timeout_s / 2; }
 
+  // Named after the GPU's UUID, not its index: two engines that number one GPU differently
+  // (CUDA_VISIBLE_DEVICES) still share its lock.
   fs::path lock_path(const std::string& dev) const {
     const auto colon = dev.find(':');
-    return work / fmt::format("gpu-{}.lock", colon == std::string::npos ? "0" : dev.substr(colon + 1));
+    const std::size_t k = colon == std::string::npos ? 0 : std::stoul(dev.substr(colon + 1));
+    const bool named = k < gpu_ids.size() && !gpu_ids[k].empty();
+    return lock_dir / fmt::format("gpu-{}.lock", named ? gpu_ids[k] : fmt::format("index-{}", k));
   }
 
   Json versions() const {
@@ -504,16 +527,25 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
                              options.python)};
   impl->device = impl->hello.value("device", std::string("cpu"));
   impl->gpus = impl->hello.value("cuda_devices", 0);
-  if (impl->device == "cuda") {
-    const exec::Reply info = impl->trusted[0]->call({{"op", "device_info"}, {"device", "cuda:0"}}, 120);
-    if (info.kind == exec::Reply::Kind::ok) impl->device_info = info.body;
+  for (int k = 0; impl->device == "cuda" && k < impl->gpus; ++k) {
+    const exec::Reply info = impl->trusted[0]->call({{"op", "device_info"}, {"device", fmt::format("cuda:{}", k)}}, 120);
+    if (info.kind != exec::Reply::Kind::ok) continue;
+    if (k == 0) impl->device_info = info.body;
+    impl->gpu_ids.resize(k + 1);
+    if (info.body.value("uuid", Json()).is_string()) impl->gpu_ids[k] = info.body["uuid"].get<std::string>();
   }
   const bool gpu = impl->device == "cuda";
-  for (int k = 0; k < std::max(1, impl->gpus); ++k) {  // the GPU locks, readable by sandboxed uids
-    const auto lock = impl->lock_path(fmt::format("cuda:{}", k));
-    for (const auto& file : {lock, fs::path(lock.string() + ".gate")}) {
-      std::ofstream{file};
-      chmod(file.c_str(), 0644);
+  if (gpu) {  // the GPU locks, readable by sandboxed uids
+    auto lock_dir = make_lock_dir();
+    if (!lock_dir) return lock_dir.error();
+    impl->lock_dir = *lock_dir;
+    for (int k = 0; k < impl->gpus; ++k) {
+      const auto lock = impl->lock_path(fmt::format("cuda:{}", k));
+      for (const auto& file : {lock, fs::path(lock.string() + ".gate")}) {
+        if (fs::exists(file)) continue;  // maybe another user's engine's, and held: leave it be
+        std::ofstream{file};
+        chmod(file.c_str(), 0644);
+      }
     }
   }
   if (options.jobs <= 0) options.jobs = default_jobs(gpu);

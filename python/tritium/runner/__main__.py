@@ -6,6 +6,7 @@ side), `candidate` runs candidates only, each in a sandboxed worker.
 
 import argparse
 import os
+import re
 import socket
 import sys
 
@@ -46,8 +47,11 @@ def _device_info(request: dict) -> dict:
 
     index = torch.device(request.get("device", "cuda:0")).index or 0
     props = torch.cuda.get_device_properties(index)
+    # The GPU itself, whatever index CUDA_VISIBLE_DEVICES gives it: engines name its lock after it.
+    uuid = getattr(props, "uuid", None)
     return {"ok": True, "name": props.name, "capability": f"{props.major}.{props.minor}",
-            "memory_gb": props.total_memory / 2**30}
+            "memory_gb": props.total_memory / 2**30,
+            "uuid": None if uuid is None else re.sub(r"[^\w.-]", "_", str(uuid))}
 
 
 def main() -> int:
