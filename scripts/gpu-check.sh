@@ -4,7 +4,8 @@
 #   bash scripts/gpu-check.sh [tests|repeatability|throughput|cache|probe|demo|synth|search|model|train|train-parity]...
 #   (default: the first four; a benchmark step's extra flags come from <STEP>_ARGS, e.g. PROBE_ARGS)
 # demo: the demo batch (scripts/demo-candidates.sh) timed on the GPU, verdicts in $OUT/h200-demo.jsonl.
-# synth: a --size gpu sample validated on the GPU, and reference solutions judged there (untimed).
+# synth: a --size gpu sample validated on the GPU, and reference solutions judged there (untimed;
+#   the report, with each failed solution's status and message, in $OUT/synth-gpu-solutions.report).
 # search: launch-configuration search from the example level-2 solutions and from the emitter's
 #   solutions of synthesized fusion tasks; one directory per task under $OUT/search. Then the
 #   emitter's fragment search and tuning on each level-2 example (scripts/fragment-search.sh), with
@@ -38,8 +39,8 @@ for step in "${steps[@]}"; do
     synth) tritium synth --count "${SYNTH_COUNT:-30}" --difficulty 1-8 --size gpu --seed 21 --validate --device cuda \
              --out "$OUT/synth-gpu.jsonl" 2>&1 | tail -5
            tritium synth --count "${SOLUTION_COUNT:-20}" --difficulty 1-3 --ops unary,binary,scalar,reduction,softmax,norm,linalg \
-             --size gpu --seed 22 --with-solutions --validate --device cuda --out "$OUT/synth-gpu-solutions.jsonl" \
-             2>&1 | tail -8 ;;
+             --size gpu --seed 22 --with-solutions --validate --device cuda --json \
+             --out "$OUT/synth-gpu-solutions.jsonl" 2>&1 | tee "$OUT/synth-gpu-solutions.report" | tail -8 ;;
     search) mkdir -p "$OUT/search"
             for task in examples/tasks/level2/*.py; do
               name=$(basename "$task" .py)

@@ -79,7 +79,7 @@ def test_reference_solutions_are_correct_under_the_engine(tmp_path):
               "--validate", "--json")
     reports = [json.loads(line) for line in out.stdout.strip().splitlines()]
     assert reports[0]["validated"] == 16 and reports[0]["failed"] == 0
-    assert reports[1] == {"solutions": 16, "correct": 16, "of_tasks": 16}
+    assert reports[1] == {"solutions": 16, "correct": 16, "of_tasks": 16, "failures": []}
     plans = [json.loads(line)["meta"]["plan"] for line in suite.read_text().splitlines()]
     assert all(plan.startswith("1. `_") and "kernel" in plan for plan in plans)
 
@@ -89,7 +89,7 @@ def test_solutions_with_fused_matmul_epilogues_are_correct_under_the_engine(tmp_
     out = run("synth", "--count", "6", "--difficulty", "2-3", "--seed", "5", "--with-solutions",
               "--ops", "linalg,binary,scalar", "--out", str(suite), "--validate", "--json")
     reports = [json.loads(line) for line in out.stdout.strip().splitlines()]
-    assert reports[1] == {"solutions": 6, "correct": 6, "of_tasks": 6}
+    assert reports[1] == {"solutions": 6, "correct": 6, "of_tasks": 6, "failures": []}
     plans = [json.loads(line)["meta"]["plan"] for line in suite.read_text().splitlines()]
     fused = [plan for plan in plans if "fused into the epilogue" in plan]
     assert len(fused) >= 3 and any("broadcast strides), so" in plan for plan in fused), plans

@@ -124,16 +124,20 @@ int validate_solutions(const std::vector<synth::SynthTask>& tasks, const SynthCl
   if (!engine) return fail(kEnvironment, engine.error().message);
   Progress progress(items.size());
   std::size_t done = 0;
+  Json failures = Json::array();  // each failed solution, with the engine's reason
   const auto verdicts = (*engine)->evaluate(items, [&](std::size_t, std::size_t, const Verdict& v) {
     progress.clear();
-    if (v.status != "correct" && !o.json)
-      report_stream(o) << fmt::format("FAIL  {}  solution {}: {}\n", v.task_id, v.status, v.message);
+    if (v.status != "correct") {
+      failures.push_back({{"task_id", v.task_id}, {"status", v.status}, {"message", v.message}});
+      if (!o.json) report_stream(o) << fmt::format("FAIL  {}  solution {}: {}\n", v.task_id, v.status, v.message);
+    }
     progress.update(++done, v.task_id);
   });
   progress.clear();
   const auto correct = std::count_if(verdicts.begin(), verdicts.end(), [](const Verdict& v) { return v.status == "correct"; });
   if (o.json)
-    report_stream(o) << Json{{"solutions", items.size()}, {"correct", correct}, {"of_tasks", tasks.size()}}.dump()
+    report_stream(o) << Json{{"solutions", items.size()}, {"correct", correct}, {"of_tasks", tasks.size()},
+                             {"failures", failures}}.dump()
                      << std::endl;
   else
     report_stream(o) << fmt::format("solutions: {} of {} tasks have one; {} correct under the engine ({})\n", items.size(),
