@@ -48,6 +48,16 @@ def test_every_stage_runs_and_the_report_compares_the_models(tmp_path):
     report = json.loads((out / "report" / "report.json").read_text())
     assert [run["name"] for run in report["runs"]] == ["sft/verdicts", "rl/verdicts"]
 
+    # Eval alone (a run stopped after RL): the latest model, RL's, beside SFT's eval in the report.
+    (out / "eval" / "rl" / "verdicts.jsonl").unlink()
+    (out / "report" / "report.json").unlink()
+    config.write_text(MINI.format(out=out).replace('stages = ["data", "sft", "rl", "eval"]', 'stages = ["eval"]'))
+    r = run("train", "--config", str(config), timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "eval: rl (" in r.stdout and len((out / "eval" / "rl" / "verdicts.jsonl").read_text().splitlines()) == 2
+    report = json.loads((out / "report" / "report.json").read_text())
+    assert [run["name"] for run in report["runs"]] == ["sft/verdicts", "rl/verdicts"]
+
 
 def test_a_bad_config_is_a_usage_error(tmp_path):
     config = tmp_path / "bad.toml"

@@ -5,7 +5,8 @@
     [data]  synthesized tasks with reference solutions -> held-out split -> verified SFT JSONL
     [sft]   tritium.train.sft.SFTConfig fields (data and out are filled in)
     [rl]    tritium.train.rl.RLConfig fields (tasks, model and out are filled in)
-    [eval]  samples, max_new_tokens, temperature, engine_device: each trained model on the held-out tasks
+    [eval]  evaluate_model's fields: each trained model on the held-out tasks, right after its stage;
+            listed alone, the model `model` names, else the run's latest (RL's, else SFT's)
 See configs/ and docs/training.md. Under `accelerate launch` (or torchrun) SFT and RL are
 data-parallel over the processes; the data and eval stages run on the main process alone.
 """
@@ -50,6 +51,12 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
           f"dropped {stats['dropped']}")
 
 
+def _saved_model(out: pathlib.Path) -> pathlib.Path | None:
+    """The last checkpoint under `out` whose model was saved whole (RL's hold no trainer state)."""
+    saved = [p for p in out.glob("checkpoint-*") if (p / "config.json").exists()]
+    return max(saved, key=lambda p: int(p.name.split("-")[1]), default=None)
+
+
 def _gpus_wanted(config: dict) -> bool:
     import torch
 
@@ -74,6 +81,20 @@ class Evaluations:
             evaluate_model(str(model), str(self.out / "heldout.jsonl"), str(where), seed=self.seed, **self.cfg)
             self.verdicts.append(where / "verdicts.jsonl")
         self.state.wait_for_everyone()
+
+    def alone(self, model: str | None) -> None:
+        """Eval as the only stage: `model`, else the run's latest trained model under its stage's
+        name (a run stopped after RL gets its eval in a later call), beside the earlier stages' evals."""
+        if model:
+            return self.after("model", pathlib.Path(model))
+        checkpoints = {"sft": latest_checkpoint(self.out / "sft"), "rl": _saved_model(self.out / "rl")}
+        stage = next((name for name in ("rl", "sft") if checkpoints[name]), None)
+        if stage is None:
+            raise ValueError(f"eval alone needs [eval] model, or an SFT or RL checkpoint under {self.out}")
+        earlier = self.out / "eval" / "sft" / "verdicts.jsonl"
+        if stage == "rl" and earlier.exists():
+            self.verdicts.append(earlier)
+        self.after(stage, checkpoints[stage])
 
     def report(self) -> None:
         if len(self.verdicts) > 1:  # before and after RL
@@ -111,7 +132,7 @@ def run(config_path: str) -> int:
                                    seed=seed, **rl))
         evaluations.after("rl", pathlib.Path(result["checkpoint"]))
     if "eval" in stages and "sft" not in stages and "rl" not in stages:
-        evaluations.after("model", pathlib.Path(config.get("eval", {})["model"]))
+        evaluations.alone(config.get("eval", {}).get("model"))
     evaluations.report()
     return 0
 

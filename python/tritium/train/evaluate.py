@@ -15,14 +15,12 @@ import torch
 from . import models
 from .rl import rollouts
 
-# Held-out prompts generated together (left-padded): one generate call instead of one per task.
-PROMPTS_PER_GENERATE = 16
-
-
 def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_new_tokens: int = 512,
                    temperature: float = 0.7, top_p: float = 0.95, device: str = "auto", engine_device: str = "auto",
-                   seed: int = 0, log=print) -> dict:
-    """Writes OUT/verdicts.jsonl and OUT/report.{md,json,html}; returns the overall metrics."""
+                   seed: int = 0, prompts_per_generate: int = 16, log=print) -> dict:
+    """Writes OUT/verdicts.jsonl and OUT/report.{md,json,html}; returns the overall metrics.
+    `prompts_per_generate` held-out prompts (each `samples` times) decode together, left-padded:
+    a call lasts as long as its longest sample, so on a GPU all of them in one call is quickest."""
     from .. import api
 
     torch.manual_seed(seed)
@@ -33,8 +31,8 @@ def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_n
     model.to(run_device)
     items = []
     suite = api.load_suite(tasks, with_source=True)["tasks"]
-    for start in range(0, len(suite), PROMPTS_PER_GENERATE):
-        chunk = suite[start:start + PROMPTS_PER_GENERATE]
+    for start in range(0, len(suite), prompts_per_generate):
+        chunk = suite[start:start + prompts_per_generate]
         results = rollouts(model, tokenizer, [api.kernel_prompt(t["source"]) for t in chunk], samples, max_new_tokens,
                            temperature, top_p, run_device)
         for task, (_, _, texts) in zip(chunk, results):
