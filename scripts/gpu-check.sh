@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine without network (docs/gpu.md): build Tritium from .deps, run the GPU tests and
 # the engine benchmarks in one call. Results go to $OUT (or ./gpu-results).
-#   bash scripts/gpu-check.sh [tests|repeatability|throughput|cache|probe|demo|synth|search|model|train|train-parity]...
+#   bash scripts/gpu-check.sh [tests|repeatability|throughput|cache|probe|demo|synth|search|fragments|model|train|train-parity]...
 #   (default: the first four; a benchmark step's extra flags come from <STEP>_ARGS, e.g. PROBE_ARGS)
 # demo: the demo batch (scripts/demo-candidates.sh) timed on the GPU, verdicts in $OUT/h200-demo.jsonl.
 # synth: a --size gpu sample validated on the GPU, and reference solutions judged there (untimed;
@@ -10,6 +10,8 @@
 #   solutions of synthesized fusion tasks; one directory per task under $OUT/search. Then the
 #   emitter's fragment search and tuning on each level-2 example (scripts/fragment-search.sh), with
 #   each task's speedup over its best-of-1 kernel in $OUT/search/fragments/speedups.txt.
+# fragments: that fragment search and tuning alone (nothing else on the GPU: small kernels' timings
+#   feel any CPU or GPU work beside them); $OUT/speedups.txt, the searches in $OUT/fragments.tar.gz.
 # model: joins the two halves of SmolLM2 that scripts/fetch-model.sh cut (.model/a from an earlier
 #   call on the same warm machine, .model/b carried by this one) into runs/models/smollm2, and puts
 #   the gguf package (from its wheel) on PYTHONPATH for the steps after it.
@@ -54,6 +56,9 @@ for step in "${steps[@]}"; do
                 --tune-budget "${TUNE:-10}" --device cuda --out "$OUT/search/$id" 2>"$OUT/search/$id.log" | tail -2
             done
             bash scripts/fragment-search.sh "$OUT/search/fragments" cuda ;;
+    fragments) bash scripts/fragment-search.sh "$OUT/fragments" cuda
+               cp "$OUT/fragments/speedups.txt" "$OUT/"
+               tar czf "$OUT/fragments.tar.gz" -C "$OUT" fragments && rm -rf "$OUT/fragments" ;;
     model) name=$(basename .model/a/*.part0 .part0); mkdir -p runs/models/smollm2  # as fetch-model.sh named it
            cat ".model/a/$name.part0" ".model/b/$name.part1" > "runs/models/smollm2/$name"
            (cd runs/models/smollm2 && sha256sum -c ../../../.model/b/SHA256SUMS)

@@ -17,8 +17,9 @@ CONFIGS = sorted((ROOT / "configs").glob("*.toml"))
 KNOWN = {"sft": {f.name for f in dataclasses.fields(SFTConfig)},
          "rl": {f.name for f in dataclasses.fields(RLConfig)},
          "data": {"count", "difficulty", "ops", "heldout", "device"},
-         # the eval stage passes its fields to evaluate_model, and names the model to evaluate alone
-         "eval": {"model"} | set(inspect.signature(evaluate_model).parameters) - {"model_dir", "tasks", "out", "seed", "log"}}
+         # the eval stage passes its fields to evaluate_model; `model` (evaluated alone) and `base` are its own
+         "eval": {"model", "base"} | set(inspect.signature(evaluate_model).parameters) - {"model_dir", "tasks", "out",
+                                                                                            "seed", "log"}}
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)

@@ -58,6 +58,21 @@ def test_every_stage_runs_and_the_report_compares_the_models(tmp_path):
     report = json.loads((out / "report" / "report.json").read_text())
     assert [run["name"] for run in report["runs"]] == ["sft/verdicts", "rl/verdicts"]
 
+    # SFT from a model directory (this run's SFT model) with `base = true`: the model before SFT is
+    # evaluated too, and the report sets base and SFT side by side.
+    again = tmp_path / "again"
+    again.mkdir()
+    for name in ("heldout.jsonl", "train_tasks.jsonl", "sft.jsonl"):
+        (again / name).write_text((out / name).read_text())
+    config.write_text(MINI.format(out=again).replace('stages = ["data", "sft", "rl", "eval"]', 'stages = ["sft", "eval"]')
+                      .replace("steps = 8\n", f'steps = 1\nmodel = "{out / "sft" / "checkpoint-8"}"\n')
+                      .replace("[eval]\n", "[eval]\nbase = true\n"))
+    r = run("train", "--config", str(config), timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "eval: base (" in r.stdout
+    report = json.loads((again / "report" / "report.json").read_text())
+    assert [run["name"] for run in report["runs"]] == ["base/verdicts", "sft/verdicts"]
+
 
 def test_a_bad_config_is_a_usage_error(tmp_path):
     config = tmp_path / "bad.toml"

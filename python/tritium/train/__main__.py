@@ -6,7 +6,8 @@
     [sft]   tritium.train.sft.SFTConfig fields (data and out are filled in)
     [rl]    tritium.train.rl.RLConfig fields (tasks, model and out are filled in)
     [eval]  evaluate_model's fields: each trained model on the held-out tasks, right after its stage;
-            listed alone, the model `model` names, else the run's latest (RL's, else SFT's)
+            listed alone, the model `model` names, else the run's latest (RL's, else SFT's);
+            `base = true` also evaluates the model SFT starts from, before SFT
 See configs/ and docs/training.md. Under `accelerate launch` (or torchrun) SFT and RL are
 data-parallel over the processes; the data and eval stages run on the main process alone.
 """
@@ -70,7 +71,8 @@ class Evaluations:
 
     def __init__(self, config: dict, stages: list[str], out: pathlib.Path, seed: int, state):
         self.on = "eval" in stages
-        self.cfg = {k: v for k, v in config.get("eval", {}).items() if k != "model"}
+        self.cfg = {k: v for k, v in config.get("eval", {}).items() if k not in ("model", "base")}
+        self.base = bool(config.get("eval", {}).get("base", False))  # the model SFT starts from, too
         self.out, self.seed, self.state = out, seed, state
         self.verdicts: list[pathlib.Path] = []
 
@@ -82,6 +84,15 @@ class Evaluations:
             self.verdicts.append(where / "verdicts.jsonl")
         self.state.wait_for_everyone()
 
+    def before_sft(self, model: str) -> None:
+        """With `base = true`, the model SFT starts from (a directory: the tiny preset is built by SFT)."""
+        if not self.base:
+            return
+        if pathlib.Path(model).is_dir():
+            return self.after("base", pathlib.Path(model))
+        if self.on and self.state.is_main_process:
+            print(f"eval: no base eval: {model} is not a model directory", flush=True)
+
     def alone(self, model: str | None) -> None:
         """Eval as the only stage: `model`, else the run's latest trained model under its stage's
         name (a run stopped after RL gets its eval in a later call), beside the earlier stages' evals."""
@@ -91,13 +102,12 @@ class Evaluations:
         stage = next((name for name in ("rl", "sft") if checkpoints[name]), None)
         if stage is None:
             raise ValueError(f"eval alone needs [eval] model, or an SFT or RL checkpoint under {self.out}")
-        earlier = self.out / "eval" / "sft" / "verdicts.jsonl"
-        if stage == "rl" and earlier.exists():
-            self.verdicts.append(earlier)
+        before = ("base", "sft") if stage == "rl" else ("base",)
+        self.verdicts += [v for v in (self.out / "eval" / name / "verdicts.jsonl" for name in before) if v.exists()]
         self.after(stage, checkpoints[stage])
 
     def report(self) -> None:
-        if len(self.verdicts) > 1:  # before and after RL
+        if len(self.verdicts) > 1:  # the stages side by side: base, SFT, RL
             _cli("report", str(self.verdicts[0]), "--compare", *map(str, self.verdicts[1:]),
                  "--out", str(self.out / "report"))
             print(f"eval: report with the stages side by side in {self.out / 'report'}")
@@ -121,6 +131,7 @@ def run(config_path: str) -> int:
             data_stage(config.get("data", {}), out, seed)
         state.wait_for_everyone()
     if "sft" in stages:
+        evaluations.before_sft(str(config.get("sft", {}).get("model", "tiny")))
         train_sft(SFTConfig(data=str(out / "sft.jsonl"), out=str(out / "sft"), seed=seed, **config.get("sft", {})))
         evaluations.after("sft", latest_checkpoint(out / "sft"))
     if "rl" in stages:
