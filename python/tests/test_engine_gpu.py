@@ -76,10 +76,11 @@ def test_a_timer_waits_for_another_process_holding_the_gpu(tmp_path, monkeypatch
     # exclusively (as another engine's timer would), this engine's timer waits for it.
     monkeypatch.setenv("TRITIUM_LOCK_DIR", str(tmp_path))
     engine = tritium.Engine(device="cuda", static_check=False, timeout_s=60, memory_gb=4)
-    (lock,) = tmp_path.glob("gpu-*.lock")
-    assert "index" not in lock.name  # named after the GPU's UUID
-    hold = "import fcntl, sys, time; f = open(sys.argv[1]); fcntl.flock(f, fcntl.LOCK_EX); print(1, flush=True); time.sleep(8)"
-    holder = subprocess.Popen([sys.executable, "-c", hold, str(lock)], stdout=subprocess.PIPE, text=True)
+    locks = sorted(tmp_path.glob("gpu-*.lock"))  # one per visible GPU
+    assert len(locks) == torch.cuda.device_count() and not any("index" in lock.name for lock in locks)  # UUIDs
+    hold = ("import fcntl, sys, time; held = [open(p) for p in sys.argv[1:]]; "
+            "[fcntl.flock(f, fcntl.LOCK_EX) for f in held]; print(1, flush=True); time.sleep(8)")
+    holder = subprocess.Popen([sys.executable, "-c", hold, *map(str, locks)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "1"
         (verdict,) = engine.evaluate([item("honest_relu.py", BIG_RELU)])
