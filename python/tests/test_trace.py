@@ -108,6 +108,7 @@ def test_fragment_search_on_an_example_task(tmp_path):
     assert "class ModelNew" in best and "@triton.jit" in best
     lines = [json.loads(line) for line in (out / "search.jsonl").read_text().splitlines()]
     assert sum(line.get("stage") == "fragments" and "verdict" in line for line in lines) == 2
+    assert not [line for line in lines if "error" in line]  # no best-of-N: the emitter has no solution to give
 
 
 def test_synthesized_tasks_trace_to_their_own_operators(tmp_path):

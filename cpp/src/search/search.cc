@@ -41,9 +41,12 @@ class Searcher {
 
   SearchResult run() {
     if (options_.start_code) evaluate("given", {{*options_.start_code, "given"}});
-    if (generator_ && options_.budget > 0) best_of_n();
+    const bool fragments_on = generator_ && generator_->name() == "emitter" && options_.fragment_budget > 0;
+    // The emitter answers only a synthesized task (its meta.solution); for any other, the
+    // fragments stage's default fusion is the best-of-1, and best-of-N would only log an error.
+    if (generator_ && options_.budget > 0 && !(fragments_on && !task_.meta.contains("solution"))) best_of_n();
     for (int round = 0; generator_ && round < options_.rounds; ++round) refine(round);
-    if (generator_ && generator_->name() == "emitter" && options_.fragment_budget > 0) fragments();
+    if (fragments_on) fragments();
     for (std::size_t i = 0; i < result_.tried.size() && !result_.first; ++i)
       if (result_.tried[i].verdict.correct) result_.first = i;
     if (result_.best && options_.tune_budget > 0) tune();
