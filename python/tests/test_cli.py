@@ -101,6 +101,8 @@ def test_the_task_linter_names_each_degenerate_task_and_passes_an_honest_one():
     assert any("is constant" in w for w in warnings["zero_output"])
     assert any("equals input 0" in w for w in warnings["identity_output"])
     assert [w.split(":")[0] for w in warnings["ill_conditioned"]] == ["ill-conditioned"]
+    flagged = {t["id"] for t in json.loads(result.stdout)["tasks"] if t["ill_conditioned"]}
+    assert flagged == {"ill_conditioned"}
     honest = json.loads(run("tasks", EXAMPLE_TASKS / "level2", "--check", "--json").stdout)
     assert all(t["warnings"] == [] for t in honest["tasks"]), honest["tasks"]
 

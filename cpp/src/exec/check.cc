@@ -43,6 +43,7 @@ TaskCheck from_reply(const Task& task, const exec::Reply& reply) {
   c.forward_ms = b.value("forward_ms", 0.0);
   c.output_tail = b.value("output_tail", std::string());
   c.warnings = b.value("warnings", std::vector<std::string>{});
+  c.ill_conditioned = b.value("ill_conditioned", false);
   if (!c.ok) {
     c.stage = b.value("stage", std::string("runner"));
     // The runner names the line; the file is ours to name, as the user knows it.
@@ -121,6 +122,7 @@ Json to_json(const TaskCheck& c) {
   j["error"] = c.ok ? Json(nullptr) : Json(c.error);
   j["output_tail"] = c.output_tail;
   j["warnings"] = c.warnings;
+  j["ill_conditioned"] = c.ill_conditioned;
   return j;
 }
 

@@ -67,13 +67,6 @@ std::optional<Error> write_tasks(const std::vector<synth::SynthTask>& tasks, con
   return std::nullopt;
 }
 
-// A task whose float32 reference is ill-conditioned on its own inputs (the task linter's warning)
-// cannot be judged fairly: a kernel that sums in another order misses the tolerance by chance.
-bool ill_conditioned(const TaskCheck& c) {
-  return std::any_of(c.warnings.begin(), c.warnings.end(),
-                     [](const std::string& w) { return w.starts_with("ill-conditioned"); });
-}
-
 // Where validation reports go: stdout, unless the tasks themselves go there (no --out), which
 // must stay a JSONL of tasks and nothing else.
 std::ostream& report_stream(const SynthCliOptions& o) { return o.out.empty() ? std::cerr : std::cout; }
@@ -95,7 +88,7 @@ int validate(std::vector<synth::SynthTask>& tasks, const SynthCliOptions& o) {
   std::set<std::string> dropped;
   for (const auto& c : check->tasks) {
     slowest = std::max(slowest, c.forward_ms);
-    if (c.ok && ill_conditioned(c)) dropped.insert(c.task_id);
+    if (c.ok && c.ill_conditioned) dropped.insert(c.task_id);  // it cannot be judged fairly
   }
   std::erase_if(tasks, [&](const synth::SynthTask& t) { return dropped.contains(t.task.id); });
   if (o.json)

@@ -133,13 +133,10 @@ def _trial(module, model, get_inputs, spec: dict, seed: int, device: str, varian
     raise AssertionError("unreachable: the task distribution always returns")
 
 
-ILL_CONDITIONED = "ill-conditioned"
-
-
-def lint(module, model, get_inputs, device: str, seed: int, atol: float = 1e-4) -> list[str]:
+def lint(module, model, get_inputs, device: str, seed: int, atol: float = 1e-4) -> tuple[list[str], bool]:
     """Degenerate-task warnings under each of the engine's input distributions, in eval mode; and
-    whether the task's own inputs, the trials' last fallback, are ill-conditioned."""
-    warnings = []
+    whether the task's own inputs, the trials' last fallback, are ill-conditioned (also a warning)."""
+    warnings, ill_conditioned = [], False
     for i, distribution in enumerate(trial_inputs.DISTRIBUTIONS):
         spec = {"index": i, "distribution": distribution, "mode": "eval"}
         values, outputs, used = _trial(module, model, get_inputs, spec, seed, device)
@@ -148,9 +145,10 @@ def lint(module, model, get_inputs, device: str, seed: int, atol: float = 1e-4) 
                                                             atol):
             # Trials fall back to these inputs whatever the task's dtype makes of them: a kernel
             # that sums in another order than PyTorch then misses the tolerance by chance.
-            warnings.append(f"{ILL_CONDITIONED}: on its own inputs the task's float32 outputs are more than "
+            ill_conditioned = True
+            warnings.append(f"ill-conditioned: on its own inputs the task's float32 outputs are more than "
                             f"{CONDITION_MARGIN:g} of the tolerance away from float64's")
-    return sorted(set(warnings))
+    return sorted(set(warnings)), ill_conditioned
 
 
 def _write_pair(directory: str, stem: str, values: list, outputs: list) -> None:

@@ -131,8 +131,8 @@ def check_task(request: dict) -> dict:
         outputs = flatten_outputs(out)
         from .reference import lint
 
-        warnings = run_stage("forward", "forward raised", filename, lint, module, model, get_inputs, device,
-                          int(request.get("seed", 0)))
+        warnings, ill_conditioned = run_stage("forward", "forward raised", filename, lint, module, model, get_inputs,
+                                              device, int(request.get("seed", 0)))
     except TaskFailure as failure:
         return {"ok": False, "stage": failure.stage, "error": str(failure), **({"line": failure.line} if failure.line else {})}
     return {
@@ -142,4 +142,5 @@ def check_task(request: dict) -> dict:
         "init_ms": init_ms,
         "forward_ms": forward_ms,
         "warnings": warnings,
+        "ill_conditioned": ill_conditioned,
     }
