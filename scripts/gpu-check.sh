@@ -41,7 +41,7 @@ for step in "${steps[@]}"; do
     synth) tritium synth --count "${SYNTH_COUNT:-30}" --difficulty 1-8 --size gpu --seed 21 --validate --device cuda \
              --out "$OUT/synth-gpu.jsonl" 2>&1 | tail -5
            tritium synth --count "${SOLUTION_COUNT:-20}" --difficulty 1-3 --ops unary,binary,scalar,reduction,softmax,norm,linalg \
-             --size gpu --seed 22 --with-solutions --validate --device cuda --json \
+             --size gpu --seed 22 --with-solutions --validate --device cuda --json --timeout 300 \
              --out "$OUT/synth-gpu-solutions.jsonl" 2>&1 | tee "$OUT/synth-gpu-solutions.report" | tail -8 ;;
     search) mkdir -p "$OUT/search"
             for task in examples/tasks/level2/*.py; do

@@ -95,6 +95,18 @@ def test_solutions_with_fused_matmul_epilogues_are_correct_under_the_engine(tmp_
     assert len(fused) >= 3 and any("broadcast strides), so" in plan for plan in fused), plans
 
 
+def test_a_solution_that_fails_is_listed_with_its_reason(tmp_path):
+    # Too short a limit for the interpreter: each solution times out, and the report says which.
+    out = run("synth", "--count", "2", "--difficulty", "1", "--seed", "21", "--with-solutions", "--ops", "unary",
+              "--out", str(tmp_path / "s.jsonl"), "--validate", "--json", "--timeout", "0.05", check=False)
+    assert out.returncode == 1
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["solutions"] == 2 and report["correct"] == 0
+    assert [f["status"] for f in report["failures"]] == ["timeout", "timeout"]
+    ids = {json.loads(line)["id"] for line in (tmp_path / "s.jsonl").read_text().splitlines()}
+    assert {f["task_id"] for f in report["failures"]} == ids and all(f["message"] for f in report["failures"])
+
+
 def test_without_out_stdout_holds_only_the_tasks_and_reports_go_to_stderr():
     out = run("synth", "--count", "3", "--difficulty", "1", "--seed", "4", "--with-solutions", "--ops", "unary",
               "--validate", "--json")

@@ -21,6 +21,7 @@ struct SynthCliOptions {
   std::string out;
   bool validate = false;
   bool json = false;
+  double solution_timeout_s = 120;  // per solution under the engine (GPU-size tasks move gigabytes)
   RunnerOptions runner;
   std::string stats_suite;
 };
@@ -113,6 +114,7 @@ int validate_solutions(const std::vector<synth::SynthTask>& tasks, const SynthCl
   options.python = o.runner.python;
   options.device = o.runner.device;
   options.timing = false;  // a validity check: timing would add a torch.compile of every task
+  options.timeout_s = o.solution_timeout_s;
   auto engine = Engine::create(options);
   if (!engine) return fail(kEnvironment, engine.error().message);
   Progress progress(items.size());
@@ -218,6 +220,9 @@ void add_synth_command(CLI::App& root, Commands& commands) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   app->add_option("--python", o->runner.python, "Python for the runner");
+  app->add_option("--timeout", o->solution_timeout_s, "Seconds each solution may take under the engine (--validate)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app->add_flag("--json", o->json, "Print JSON documents instead of text");
 
   auto* stats = app->add_subcommand("stats", "Coverage of a synthesized suite: op histogram and uniformity, pairs, sizes");
