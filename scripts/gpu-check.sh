@@ -21,7 +21,8 @@
 #   "sft eval" in one call and "rl eval" in the next, on the same warm machine, split a long run.
 #   The log in $OUT/train, reports, histories and verdicts in $OUT/train/run.tar.gz. TRAIN_LIMIT_S
 #   (seconds; default none) stops the run in time to pack what the stages it finished wrote.
-# train-parity: scripts/train-parity.sh on 1 and on all GPUs (needs runs/h200 from a data stage).
+# train-parity: scripts/train-parity.sh on 1 and on all GPUs, with the tiny preset on the SFT data
+#   and tasks of $PARITY_RUN (default runs/h200; any run directory a data stage made: carry it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-results}"
@@ -78,9 +79,9 @@ for step in "${steps[@]}"; do
            # reports, histories, verdicts and TensorBoard logs in one file ($OUT brings back 8 at most)
            parts=$(cd "$run_dir" && ls -d eval report rl sft 2>/dev/null || true)
            [ -n "$parts" ] && tar czf "$OUT/train/run.tar.gz" -C "$run_dir" --exclude='checkpoint-*' $parts ;;
-    train-parity) gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
-                  head -8 runs/h200/train_tasks.jsonl > "$OUT/parity-tasks.jsonl"
-                  bash scripts/train-parity.sh "$OUT/parity" runs/h200/sft.jsonl "$OUT/parity-tasks.jsonl" "$gpus" \
+    train-parity) gpus=$(python3 -c "import torch; print(torch.cuda.device_count())"); run=${PARITY_RUN:-runs/h200}
+                  head -8 "$run/train_tasks.jsonl" > "$OUT/parity-tasks.jsonl"
+                  bash scripts/train-parity.sh "$OUT/parity" "$run/sft.jsonl" "$OUT/parity-tasks.jsonl" "$gpus" \
                     2>&1 | tee "$OUT/parity.txt"
                   rm -rf "$OUT"/parity/*/checkpoint-* "$OUT"/parity/*/tensorboard ;;
     tests) python3 -m pytest -q -p no:cacheprovider python/tests/test_engine_gpu.py \
