@@ -52,12 +52,6 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
           f"dropped {stats['dropped']}")
 
 
-def _saved_model(out: pathlib.Path) -> pathlib.Path | None:
-    """The last checkpoint under `out` whose model was saved whole (RL's hold no trainer state)."""
-    saved = [p for p in out.glob("checkpoint-*") if (p / "config.json").exists()]
-    return max(saved, key=lambda p: int(p.name.split("-")[1]), default=None)
-
-
 def _gpus_wanted(config: dict) -> bool:
     import torch
 
@@ -98,7 +92,7 @@ class Evaluations:
         name (a run stopped after RL gets its eval in a later call), beside the earlier stages' evals."""
         if model:
             return self.after("model", pathlib.Path(model))
-        checkpoints = {"sft": latest_checkpoint(self.out / "sft"), "rl": _saved_model(self.out / "rl")}
+        checkpoints = {"sft": latest_checkpoint(self.out / "sft"), "rl": latest_checkpoint(self.out / "rl", "config.json")}
         stage = next((name for name in ("rl", "sft") if checkpoints[name]), None)
         if stage is None:
             raise ValueError(f"eval alone needs [eval] model, or an SFT or RL checkpoint under {self.out}")

@@ -15,6 +15,7 @@ import torch
 from . import models
 from .rl import rollouts
 
+
 def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_new_tokens: int = 512,
                    temperature: float = 0.7, top_p: float = 0.95, device: str = "auto", engine_device: str = "auto",
                    seed: int = 0, prompts_per_generate: int = 16, log=print) -> dict:

@@ -54,9 +54,11 @@ class SFTConfig:
     tensorboard: bool = True   # scalars in OUT/tensorboard (when the package is installed)
 
 
-def latest_checkpoint(out: pathlib.Path) -> pathlib.Path | None:
+def latest_checkpoint(out: pathlib.Path, marker: str = "trainer_state.pt") -> pathlib.Path | None:
+    """The highest-step checkpoint under `out` that holds `marker`: SFT's trainer state, written
+    last, so a crash mid-save leaves none; RL's checkpoints hold no state, so they pass config.json."""
     found = sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
-    done = [p for p in found if (p / "trainer_state.pt").exists()]  # a crash mid-save leaves no state file
+    done = [p for p in found if (p / marker).exists()]
     return done[-1] if done else None
 
 
