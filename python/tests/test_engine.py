@@ -141,6 +141,23 @@ def test_the_cache_serves_a_repeated_candidate(tmp_path):
     assert second[0]["eval_ms"] < first[0]["eval_ms"]
 
 
+def test_references_past_the_disk_budget_are_trimmed_and_recomputed(tmp_path):
+    # GPU-size tasks write gigabytes of reference files each: a long batch kept them all and filled
+    # the H200 machine's disk. Past the budget, idle references go, and come back when asked for.
+    solutions = sorted((EXAMPLE_SOLUTIONS / "level1").glob("*.py"))[:3]
+    batch = [{"id": s.name, "task": (EXAMPLE_TASKS / "level1" / s.name).read_text(), "code": s.read_text()}
+             for s in solutions]
+    kept = tritium.Engine(device="cpu", jobs=1, static_check=False, work_dir=str(tmp_path / "kept"))
+    assert [v["status"] for v in kept.evaluate(batch)] == ["correct"] * 3
+    assert kept.info()["reference_bytes"] > 0
+    assert len(list((tmp_path / "kept" / "refs").iterdir())) == 3
+    trimmed = tritium.Engine(device="cpu", jobs=1, static_check=False, work_dir=str(tmp_path / "trimmed"),
+                             reference_cache_gb=1e-9)
+    assert [v["status"] for v in trimmed.evaluate(batch + batch[:1])] == ["correct"] * 4
+    assert trimmed.info()["reference_bytes"] == 0
+    assert not list((tmp_path / "trimmed" / "refs").iterdir())
+
+
 def test_unusable_items_and_broken_tasks_get_error_verdicts(runtime_engine):
     broken = FIXTURES / "broken_tasks" / "raises_in_forward.py"
     verdicts = runtime_engine.evaluate([

@@ -1,8 +1,12 @@
 """The engine on a real GPU (scripts/gpu-check.sh runs these on the H200; skipped without CUDA)."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -71,12 +75,22 @@ def test_bombs_are_contained_on_the_gpu_machine():
     assert verdicts["honest_relu.py"]["status"] == "correct"
 
 
-def test_a_timer_waits_for_another_process_holding_the_gpu(tmp_path, monkeypatch):
+@pytest.fixture
+def lock_dir(monkeypatch):
+    # Under /tmp, not pytest's tmp_path: the sandbox's uids must reach the locks, and pytest's
+    # directories are closed to others.
+    path = Path(tempfile.mkdtemp(prefix="tritium-test-locks-", dir="/tmp"))
+    path.chmod(0o1777)
+    monkeypatch.setenv("TRITIUM_LOCK_DIR", str(path))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_timer_waits_for_another_process_holding_the_gpu(lock_dir):
     # Engines of other processes share the machine-wide lock: while another process holds the GPU
     # exclusively (as another engine's timer would), this engine's timer waits for it.
-    monkeypatch.setenv("TRITIUM_LOCK_DIR", str(tmp_path))
     engine = tritium.Engine(device="cuda", static_check=False, timeout_s=60, memory_gb=4)
-    locks = sorted(tmp_path.glob("gpu-*.lock"))  # one per visible GPU
+    locks = sorted(lock_dir.glob("gpu-*.lock"))  # one per visible GPU
     assert len(locks) == torch.cuda.device_count() and not any("index" in lock.name for lock in locks)  # UUIDs
     hold = ("import fcntl, sys, time; held = [open(p) for p in sys.argv[1:]]; "
             "[fcntl.flock(f, fcntl.LOCK_EX) for f in held]; print(1, flush=True); time.sleep(8)")
@@ -89,3 +103,11 @@ def test_a_timer_waits_for_another_process_holding_the_gpu(tmp_path, monkeypatch
     assert verdict["status"] == "correct", verdict["message"]
     assert verdict["phases_ms"]["lock_wait"] >= 2000, verdict["phases_ms"]
     assert verdict["runtime_stats"]["exclusive"] is True
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's engine runs candidates under other uids")
+def test_a_lock_directory_the_sandbox_cannot_reach_is_refused(tmp_path, monkeypatch):
+    # Every candidate would otherwise fail on opening its GPU's lock, each with a PermissionError.
+    monkeypatch.setenv("TRITIUM_LOCK_DIR", str(tmp_path / "locks"))
+    with pytest.raises(RuntimeError, match="closed to other users"):
+        tritium.Engine(device="cuda", static_check=False)

@@ -123,7 +123,7 @@ class Engine:
     Create once and call evaluate() many times: runners stay warm and each task's reference is
     computed once. Options are EngineOptions' (docs/engine.md): device ("auto", "cpu", "cuda",
     "cuda:N"), profile, trials, jobs, timeout_s, seed, static_check, timing, cache, work_dir,
-    memory_gb, python (default: this interpreter). Raises RuntimeError when no runner can start.
+    memory_gb, reference_cache_gb, python (default: this interpreter). Raises RuntimeError when no runner can start.
     """
 
     def __init__(self, **options):
@@ -145,5 +145,5 @@ class Engine:
 
 _ENGINE_OPTIONS = {
     "python", "device", "profile", "trials", "jobs", "timeout_s", "seed", "static_check", "timing", "cache",
-    "work_dir", "memory_gb",
+    "work_dir", "memory_gb", "reference_cache_gb",
 }

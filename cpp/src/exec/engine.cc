@@ -2,7 +2,8 @@
 // runner; trusted runners compute each task's reference outputs once (in parallel across tasks)
 // and, on a GPU, time it apart (torch.compile is seconds of CPU work that candidates need not
 // wait for: only their speedups do); verdicts are judged from files and cached. Layout of the work directory:
-//   refs/<task>/     reference files (hidden from candidates by the sandbox)
+//   refs/<task>-<n>/ reference files (hidden from candidates by the sandbox; a byte budget,
+//                    reference_store.h)
 //   jobs/<n>/        one candidate's private directory: its code, linked inputs, its outputs
 // The GPU locks are machine-wide, so that engines of other processes queue on them too:
 //   $TRITIUM_LOCK_DIR (default /tmp/tritium-gpu-locks)/gpu-<uuid>.lock
@@ -21,6 +22,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -28,6 +30,7 @@
 
 #include "cache.h"
 #include "judge.h"
+#include "reference_store.h"
 #include "runner.h"
 #include "tensor_file.h"
 #include "tritium/exec.h"
@@ -81,6 +84,15 @@ Result<fs::path> make_work_dir(const std::string& requested) {
   return dir;
 }
 
+// The first directory on the way to `dir` (itself included) that other users cannot pass through.
+std::optional<fs::path> closed_to_others(const fs::path& dir) {
+  for (fs::path p = fs::absolute(dir);; p = p.parent_path()) {
+    struct stat st {};
+    if (stat(p.c_str(), &st) == 0 && !(st.st_mode & S_IXOTH)) return p;
+    if (p == p.parent_path()) return std::nullopt;
+  }
+}
+
 // Every engine on this machine (any user's, any process's) finds the GPU locks here; sandboxed
 // uids open them for reading, and another user's engine may add a GPU's: sticky and open, as /tmp.
 Result<fs::path> make_lock_dir() {
@@ -92,6 +104,13 @@ Result<fs::path> make_lock_dir() {
     return Error{fmt::format("cannot create the GPU lock directory {}: {}; point TRITIUM_LOCK_DIR at a directory "
                              "every engine on this machine can use",
                              dir.string(), ec ? ec.message() : "not a directory")};
+  // Root's engine runs candidates under other uids (evaluate_request), which must reach the locks.
+  if (geteuid() == 0)
+    if (auto closed = closed_to_others(dir))
+      return Error{fmt::format("the GPU lock directory {} is closed to other users ({} lacks o+x), so sandboxed "
+                               "candidates could not open its locks; point TRITIUM_LOCK_DIR elsewhere (default "
+                               "/tmp/tritium-gpu-locks)",
+                               dir.string(), closed->string())};
   return dir;
 }
 
@@ -183,13 +202,15 @@ struct Engine::Impl {
   std::vector<exec::Runner*> idle_trusted;
   std::vector<std::unique_ptr<exec::Runner>> slots;
 
-  std::mutex refs_mutex;
-  std::map<std::string, std::shared_future<exec::Reference>> refs;
+  // Declared before the pools: a queued timing's lease is released into it when they go.
+  std::optional<exec::ReferenceStore> references;
   std::atomic<std::size_t> job_counter{0};
 
   // A task's reference timing (eager and torch.compile), asked for once its outputs exist and
   // filled into verdicts when it lands, so candidates are checked while the reference compiles.
-  std::map<std::string, std::shared_future<Json>> timings;  // under refs_mutex, keyed like refs
+  // Kept when the reference's files are trimmed: a recomputed reference is the same.
+  std::mutex timings_mutex;
+  std::map<std::string, std::shared_future<Json>> timings;  // keyed like references
 
   WorkerPool candidates;  // one thread per slot
   WorkerPool timers;      // reference timings
@@ -301,38 +322,23 @@ struct Engine::Impl {
     return ref;
   }
 
-  // Computed once per task and engine; concurrent slots wait for the first one's result.
-  exec::Reference reference_for(const Task& task) {
+  // Computed once per task and engine (again only if trimmed meanwhile); concurrent slots wait for
+  // the first one's result. Its files stay while the lease lives.
+  exec::ReferenceStore::Lease reference_for(const Task& task) {
     const std::string key = ref_key(task);
-    std::promise<exec::Reference> promise;
-    std::shared_future<exec::Reference> future;
-    bool mine = false;
-    {
-      std::lock_guard lock(refs_mutex);
-      auto it = refs.find(key);
-      if (it == refs.end()) {
-        future = promise.get_future().share();
-        refs.emplace(key, future);
-        mine = true;
-      } else {
-        future = it->second;
-      }
-    }
-    if (mine) {
-      exec::Reference ref = compute_reference(task, work / "refs" / key);
-      if (ref.ok && timed()) start_timing(task, ref.dir, key);
-      promise.set_value(std::move(ref));
-    }
-    return future.get();
+    bool computed = false;
+    auto ref = references->get(key, [&](const fs::path& dir) { return compute_reference(task, dir); }, &computed);
+    if (computed && ref->ok && timed()) start_timing(task, ref, key);
+    return ref;
   }
 
-  void start_timing(const Task& task, const fs::path& dir, const std::string& key) {
+  void start_timing(const Task& task, const exec::ReferenceStore::Lease& ref, const std::string& key) {
     auto timing = std::make_shared<std::promise<Json>>();
     {
-      std::lock_guard lock(refs_mutex);
-      timings.emplace(key, timing->get_future().share());
+      std::lock_guard lock(timings_mutex);
+      if (!timings.emplace(key, timing->get_future().share()).second) return;  // timed before a trim
     }
-    timers.submit([this, timing, request = task_request("time_reference", task, dir)](int) {
+    timers.submit([this, timing, ref, request = task_request("time_reference", task, ref->dir)](int) {
       const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
       // A reference that cannot be timed leaves its candidates untimed, with the reason.
       if (reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false))
@@ -345,7 +351,7 @@ struct Engine::Impl {
 
   // The task's reference timing, still coming or landed; none when nothing is timed.
   std::shared_future<Json> timing_for(const Task& task) {
-    std::lock_guard lock(refs_mutex);
+    std::lock_guard lock(timings_mutex);
     auto it = timings.find(ref_key(task));
     return it == timings.end() ? std::shared_future<Json>() : it->second;
   }
@@ -394,7 +400,8 @@ struct Engine::Impl {
 
   // Judges the candidate; a timed one gets `timing`, its reference's timing, to apply when it lands.
   void run_candidate(int slot, const Task& task, const std::string& code, Verdict& v, std::shared_future<Json>& timing) {
-    const exec::Reference ref = reference_for(task);
+    const auto lease = reference_for(task);
+    const exec::Reference& ref = *lease;
     if (!ref.ok) {
       v.status = "error";
       v.message = ref.error;
@@ -510,6 +517,9 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (!work) return work.error();
   impl->work = *work;
   impl->own_work = options.work_dir.empty();
+  impl->references.emplace(impl->work / "refs", options.reference_cache_gb > 0
+                                                     ? static_cast<std::uintmax_t>(options.reference_cache_gb * (1ull << 30))
+                                                     : exec::default_reference_budget(impl->work));
   impl->seed = options.seed.value_or(fresh_seed());
   if (!options.cache.empty()) {
     auto cache = exec::VerdictCache::open(options.cache);
@@ -650,6 +660,8 @@ Json Engine::info() const {
           {"timing", o.timing && impl_->device == "cuda"},
           {"timeout_s", o.timeout_s},
           {"memory_gb", o.memory_gb},
+          {"reference_cache_gb", static_cast<double>(impl_->references->budget()) / (1ull << 30)},
+          {"reference_bytes", impl_->references->bytes()},  // on disk now
           {"cache", o.cache.empty() ? Json(nullptr) : Json(o.cache)},
           {"versions", impl_->versions()}};
 }

@@ -97,6 +97,9 @@ void add_engine_flags(CLI::App* app, EngineFlags& f) {
   app->add_option("--memory-gb", f.engine.memory_gb,
                   "Memory per candidate worker beyond the runtime, CPU only (0: 60% of RAM shared among the jobs)")
       ->capture_default_str();
+  app->add_option("--reference-cache-gb", f.engine.reference_cache_gb,
+                  "Disk for the reference files of tasks not being judged (0: half the free space)")
+      ->capture_default_str();
   app->add_option("--python", f.engine.python,
                   "Python for the runners (default: $TRITIUM_PYTHON, the python3 beside tritium, or python3)");
   app->add_flag("--no-static", f.no_static, "Skip the static verifier: only the runtime checks judge");

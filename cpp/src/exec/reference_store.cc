@@ -1,0 +1,108 @@
+#include "reference_store.h"
+
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace fs = std::filesystem;
+
+namespace tritium::exec {
+namespace {
+
+std::uintmax_t disk_bytes(const fs::path& dir) {
+  std::uintmax_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file(ec)) total += it->file_size(ec);
+  return total;
+}
+
+}  // namespace
+
+ReferenceStore::ReferenceStore(fs::path root, std::uintmax_t budget_bytes)
+    : root_(std::move(root)), budget_(budget_bytes) {}
+
+ReferenceStore::Lease ReferenceStore::get(const std::string& key, const Compute& compute, bool* computed) {
+  std::shared_ptr<Entry> entry;
+  std::promise<Reference> promise;
+  fs::path dir;
+  {
+    std::lock_guard lock(mutex_);
+    auto& slot = entries_[key];
+    if (!slot) {
+      slot = std::make_shared<Entry>();
+      slot->result = promise.get_future().share();
+      dir = root_ / fmt::format("{}-{}", key, next_dir_++);
+    }
+    entry = slot;
+    ++entry->readers;
+    entry->used = ++clock_;
+  }
+  if (computed) *computed = !dir.empty();
+  if (!dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    Reference ref;
+    try {
+      ref = compute(dir);
+    } catch (const std::exception& e) {  // its waiters must not hang on a promise never kept
+      ref.error = fmt::format("the reference could not be computed: {}", e.what());
+    }
+    ref.dir = dir;
+    if (!ref.ok) fs::remove_all(dir, ec);  // its error is what is kept
+    {
+      std::lock_guard lock(mutex_);
+      entry->bytes = ref.ok ? disk_bytes(dir) : 0;
+      entry->ready = true;
+    }
+    promise.set_value(std::move(ref));
+  }
+  const Reference* ref = &entry->result.get();
+  return Lease(ref, [this, entry](const Reference*) { release(entry); });
+}
+
+std::uintmax_t ReferenceStore::bytes() const {
+  std::lock_guard lock(mutex_);
+  std::uintmax_t total = 0;
+  for (const auto& [key, entry] : entries_) total += entry->bytes;
+  return total;
+}
+
+void ReferenceStore::release(const std::shared_ptr<Entry>& entry) {
+  {
+    std::lock_guard lock(mutex_);
+    --entry->readers;
+  }
+  trim();
+}
+
+void ReferenceStore::trim() {
+  std::vector<fs::path> doomed;
+  {
+    std::lock_guard lock(mutex_);
+    std::uintmax_t total = 0;
+    for (const auto& [key, entry] : entries_) total += entry->bytes;
+    while (total > budget_) {
+      auto oldest = entries_.end();
+      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        const Entry& e = *it->second;
+        if (e.ready && e.readers == 0 && e.bytes > 0 && (oldest == entries_.end() || e.used < oldest->second->used))
+          oldest = it;
+      }
+      if (oldest == entries_.end()) break;  // the rest are being read: they stay, over the budget
+      total -= oldest->second->bytes;
+      doomed.push_back(oldest->second->result.get().dir);
+      entries_.erase(oldest);
+    }
+  }
+  std::error_code ec;
+  for (const auto& dir : doomed) fs::remove_all(dir, ec);  // out of the lock: gigabytes take a while
+}
+
+std::uintmax_t default_reference_budget(const fs::path& dir) {
+  std::error_code ec;
+  const fs::space_info space = fs::space(dir, ec);
+  return ec ? std::uintmax_t{8} << 30 : space.available / 2;
+}
+
+}  // namespace tritium::exec
