@@ -3,7 +3,7 @@
 // and, on a GPU, time it apart (torch.compile is seconds of CPU work that candidates need not
 // wait for: only their speedups do); verdicts are judged from files and cached. Layout of the work directory:
 //   refs/<task>-<n>/ reference files (hidden from candidates by the sandbox; a byte budget,
-//                    reference_store.h)
+//                    disk_budget.h)
 //   jobs/<n>/        one candidate's private directory: its code, linked inputs, its outputs
 // The GPU locks are machine-wide, so that engines of other processes queue on them too:
 //   $TRITIUM_LOCK_DIR (default /tmp/tritium-gpu-locks)/gpu-<uuid>.lock
@@ -30,7 +30,7 @@
 
 #include "cache.h"
 #include "judge.h"
-#include "reference_store.h"
+#include "disk_budget.h"
 #include "runner.h"
 #include "tensor_file.h"
 #include "tritium/exec.h"
@@ -204,6 +204,7 @@ struct Engine::Impl {
 
   // Declared before the pools: a queued timing's lease is released into it when they go.
   std::optional<exec::ReferenceStore> references;
+  std::optional<exec::DiskGate> disk;  // jobs and references start when the disk has room for them
   std::atomic<std::size_t> job_counter{0};
 
   // A task's reference timing (eager and torch.compile), asked for once its outputs exist and
@@ -304,6 +305,7 @@ struct Engine::Impl {
   // The outputs (trials and spot sets, written to `dir`); the timing is asked for apart.
   exec::Reference compute_reference(const Task& task, const fs::path& dir) {
     const auto tol = exec::tolerance_for(options.profile, "float32").value_or(exec::Tolerance{1e-4, 1e-4});
+    const auto pass = disk->enter(references->largest());  // its size unknown yet: the largest so far
     Json request = task_request("reference", task, dir);
     request.update({{"trials", options.trials}, {"atol", tol.atol}});
     const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
@@ -407,6 +409,7 @@ struct Engine::Impl {
       v.message = ref.error;
       return;
     }
+    const auto pass = disk->enter(ref.bytes);  // the job writes about as much: outputs, inputs after the call
     auto job = prepare_job(ref, code);
     if (!job) {
       v.status = "error";
@@ -520,6 +523,8 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   impl->references.emplace(impl->work / "refs", options.reference_cache_gb > 0
                                                      ? static_cast<std::uintmax_t>(options.reference_cache_gb * (1ull << 30))
                                                      : exec::default_reference_budget(impl->work));
+  impl->disk.emplace([work = impl->work] { return exec::free_bytes(work); },
+                     [references = &*impl->references] { references->shed(); }, std::uintmax_t{1} << 30);
   impl->seed = options.seed.value_or(fresh_seed());
   if (!options.cache.empty()) {
     auto cache = exec::VerdictCache::open(options.cache);
@@ -662,6 +667,7 @@ Json Engine::info() const {
           {"memory_gb", o.memory_gb},
           {"reference_cache_gb", static_cast<double>(impl_->references->budget()) / (1ull << 30)},
           {"reference_bytes", impl_->references->bytes()},  // on disk now
+          {"disk_waits", impl_->disk->waits()},                 // jobs that waited for room on disk
           {"cache", o.cache.empty() ? Json(nullptr) : Json(o.cache)},
           {"versions", impl_->versions()}};
 }

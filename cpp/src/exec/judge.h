@@ -18,6 +18,7 @@ struct Reference {
   std::string error;  // why the task's reference failed, naming the task
   Json body;          // the reference op's answer: init_inputs, params, trials, spots (timing apart)
   std::filesystem::path dir;
+  std::uintmax_t bytes = 0;  // its files' size on disk
 };
 
 /// Fills `verdict` (status, message, findings, errors, launches, timing) from the candidate

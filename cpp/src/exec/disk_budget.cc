@@ -1,4 +1,4 @@
-#include "reference_store.h"
+#include "disk_budget.h"
 
 #include <vector>
 
@@ -52,8 +52,9 @@ ReferenceStore::Lease ReferenceStore::get(const std::string& key, const Compute&
     if (!ref.ok) fs::remove_all(dir, ec);  // its error is what is kept
     {
       std::lock_guard lock(mutex_);
-      entry->bytes = ref.ok ? disk_bytes(dir) : 0;
+      entry->bytes = ref.bytes = ref.ok ? disk_bytes(dir) : 0;
       entry->ready = true;
+      largest_ = std::max(largest_, entry->bytes);
     }
     promise.set_value(std::move(ref));
   }
@@ -73,16 +74,23 @@ void ReferenceStore::release(const std::shared_ptr<Entry>& entry) {
     std::lock_guard lock(mutex_);
     --entry->readers;
   }
-  trim();
+  trim(budget_);
 }
 
-void ReferenceStore::trim() {
+std::uintmax_t ReferenceStore::largest() const {
+  std::lock_guard lock(mutex_);
+  return largest_;
+}
+
+void ReferenceStore::shed() { trim(0); }
+
+void ReferenceStore::trim(std::uintmax_t budget) {
   std::vector<fs::path> doomed;
   {
     std::lock_guard lock(mutex_);
     std::uintmax_t total = 0;
     for (const auto& [key, entry] : entries_) total += entry->bytes;
-    while (total > budget_) {
+    while (total > budget) {
       auto oldest = entries_.end();
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {
         const Entry& e = *it->second;
@@ -99,10 +107,43 @@ void ReferenceStore::trim() {
   for (const auto& dir : doomed) fs::remove_all(dir, ec);  // out of the lock: gigabytes take a while
 }
 
-std::uintmax_t default_reference_budget(const fs::path& dir) {
+std::uintmax_t default_reference_budget(const fs::path& dir) { return free_bytes(dir) / 2; }
+
+std::uintmax_t free_bytes(const fs::path& dir) {
   std::error_code ec;
   const fs::space_info space = fs::space(dir, ec);
-  return ec ? std::uintmax_t{8} << 30 : space.available / 2;
+  return ec ? std::uintmax_t{8} << 30 : space.available;  // unknown: assume room, as before
+}
+
+DiskGate::DiskGate(FreeBytes free_bytes, std::function<void()> make_room, std::uintmax_t margin_bytes)
+    : free_bytes_(std::move(free_bytes)), make_room_(std::move(make_room)), margin_(margin_bytes) {}
+
+// What jobs in flight have already written is both in the free space and in `reserved_`: counting it
+// twice errs on the side of room.
+std::unique_ptr<DiskGate::Pass> DiskGate::enter(std::uintmax_t bytes) {
+  std::unique_lock lock(mutex_);
+  bool waited = false;
+  while (in_flight_ > 0 && free_bytes_() < reserved_ + bytes + margin_) {
+    lock.unlock();
+    make_room_();
+    lock.lock();
+    if (in_flight_ == 0 || free_bytes_() >= reserved_ + bytes + margin_) break;
+    waited = true;
+    left_.wait_for(lock, std::chrono::seconds(1));  // the free space also moves outside the engine
+  }
+  if (waited) ++waits_;
+  reserved_ += bytes;
+  ++in_flight_;
+  return std::make_unique<Pass>(*this, bytes);
+}
+
+void DiskGate::leave(std::uintmax_t bytes) {
+  {
+    std::lock_guard lock(mutex_);
+    reserved_ -= bytes;
+    --in_flight_;
+  }
+  left_.notify_all();
 }
 
 }  // namespace tritium::exec

@@ -3,13 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "../../src/exec/reference_store.h"
+#include "../../src/exec/disk_budget.h"
 
 namespace fs = std::filesystem;
 
@@ -119,6 +120,60 @@ TEST_F(ReferenceStoreTest, ConcurrentCallersShareOneComputation) {
   EXPECT_EQ(saw_files, 400);  // no lease ever found its files trimmed from under it
   EXPECT_GE(computed, 1);
   EXPECT_EQ(store.bytes(), 0u);
+}
+
+TEST_F(ReferenceStoreTest, ShedDeletesEveryIdleReferenceAndRemembersTheLargest) {
+  ReferenceStore store(root, 1'000'000);
+  { const auto a = store.get("a", writes(1000)); }
+  const auto b = store.get("b", writes(3000));
+  store.shed();
+  EXPECT_EQ(store.bytes(), 3000u);  // b is being read
+  EXPECT_EQ(store.largest(), 3000u);
+  EXPECT_EQ(b->bytes, 3000u);
+}
+
+// The gate over a pretend disk whose free space the test sets.
+struct DiskGateTest : ::testing::Test {
+  std::atomic<std::uintmax_t> free{1000};
+  std::atomic<int> room_asked{0};
+  DiskGate gate{[this] { return free.load(); }, [this] { ++room_asked; }, 0};
+};
+
+TEST_F(DiskGateTest, AJobAloneAlwaysEnters) {
+  free = 0;
+  const auto pass = gate.enter(5000);
+  EXPECT_EQ(gate.waits(), 0u);
+}
+
+TEST_F(DiskGateTest, AJobWaitsForRoomBesideTheJobsInFlight) {
+  auto first = gate.enter(600);
+  std::atomic<bool> admitted{false};
+  std::thread second([&] {
+    const auto pass = gate.enter(600);  // 600 reserved + 600 > 1000 free
+    admitted = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(admitted);
+  EXPECT_GE(room_asked, 1);  // idle references shed first
+  first.reset();
+  second.join();
+  EXPECT_TRUE(admitted);
+  EXPECT_EQ(gate.waits(), 1u);
+}
+
+TEST_F(DiskGateTest, RoomMadeBeforeWaitingAdmitsAtOnce) {
+  DiskGate shedding{[this] { return free.load(); }, [this] { free = 5000; }, 0};
+  const auto first = shedding.enter(600);
+  const auto second = shedding.enter(600);
+  EXPECT_EQ(shedding.waits(), 0u);
+}
+
+TEST_F(DiskGateTest, SmallJobsEnterSideBySide) {
+  const auto a = gate.enter(300);
+  const auto b = gate.enter(300);
+  const auto c = gate.enter(300);
+  EXPECT_EQ(gate.waits(), 0u);
+  EXPECT_EQ(room_asked, 0);
 }
 
 }  // namespace
