@@ -13,7 +13,8 @@ tasks=("$@")
 [ ${#tasks[@]} -eq 0 ] && tasks=(examples/tasks/level2/*.py)
 mkdir -p "$out"
 summary="$out/speedups.txt"
-printf 'task\tspeedup_over_first\tbest\tcandidates\tnote\n' >"$summary"
+# speedup_over_first: from the side-by-side reruns (--confirm-rounds); searched: the search's own timings
+printf 'task\tspeedup_over_first\tsearched\tbest\tcandidates\tnote\n' >"$summary"
 for task in "${tasks[@]}"; do
   name=$(basename "$task" .py)
   status=0
@@ -25,14 +26,16 @@ import json, pathlib, sys
 name, status, where = sys.argv[1], int(sys.argv[2]), pathlib.Path(sys.argv[3])
 result = json.loads((where / "result.json").read_text()) if (where / "result.json").exists() else None
 if result is None:
-    print(f"{name}\t-\t-\t0\t{'timed out' if status == 124 else f'exit {status}'}, no result.json")
+    print(f"{name}\t-\t-\t-\t0\t{'timed out' if status == 124 else f'exit {status}'}, no result.json")
     sys.exit()
 log = [json.loads(line) for line in (where / "search.jsonl").read_text().splitlines()]
 skipped = next((line["skipped"] for line in log if line.get("stage") == "fragments" and "skipped" in line), "")
 best = result["best"]
 speedup = result.get("speedup_over_first")
+searched = result.get("search_speedup_over_first", speedup)
 stage = result["tried"][best]["stage"] if best is not None else "none correct"
-print(f"{name}\t{f'{speedup:.3f}x' if speedup else '-'}\t{stage}\t{len(result['tried'])}\t{skipped[:160]}")
+x = lambda value: f"{value:.3f}x" if value else "-"
+print(f"{name}\t{x(speedup)}\t{x(searched)}\t{stage}\t{len(result['tried'])}\t{skipped[:160]}")
 PY
 done
 if command -v column >/dev/null; then column -t -s $'\t' "$summary"; else cat "$summary"; fi

@@ -139,6 +139,9 @@ def test_the_cache_serves_a_repeated_candidate(tmp_path):
     assert not first[0]["cache_hit"] and second[0]["cache_hit"]
     assert second[0]["status"] == first[0]["status"] == "incorrect"
     assert second[0]["eval_ms"] < first[0]["eval_ms"]
+    (again,) = tritium.Engine(device="cpu", jobs=1, cache=str(cache), static_check=False).evaluate(
+        [{**item("wrong_kernel.py"), "rerun": True}])  # as search's side-by-side reruns ask
+    assert not again["cache_hit"] and again["status"] == "incorrect"
 
 
 def test_references_past_the_disk_budget_are_trimmed_and_recomputed(tmp_path):

@@ -125,6 +125,7 @@ struct EvalItem {
   std::string code;        // candidate source, or a raw LLM response when is_response
   bool is_response = false;
   Json meta = Json::object();  // carried into the verdict unchanged (group, sample, ...)
+  bool rerun = false;          // judge and time it again even when the verdict cache holds it
 };
 
 /// The engine's judgement of one candidate (DESIGN.md, Verdict). Timing fields are null on the CPU,

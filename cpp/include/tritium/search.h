@@ -67,6 +67,7 @@ struct SearchOptions {
   int refine_samples = 2;
   int tune_budget = 16;     // launch-configuration variants of the best kernel; 0 = no tuning
   int fragment_budget = 16;  // emitter only: fragment partitions of the task's traced DAG; 0 = none
+  int confirm_rounds = 3;    // timed reruns, side by side, of the best-of-1 and the best; 0 = none
   int max_fragment = 5;      // compute operators per fragment (DRTriton's bound)
   std::string python;        // the tracer's interpreter; empty = find_python()
   Sampling sampling;
@@ -81,11 +82,22 @@ struct Tried {
   std::string note;   // what was changed (tuning) or asked (refinement)
 };
 
+/// The best-of-1 and the search's best timed again side by side: the fastest of many noisy timings
+/// is flattered by its noise (the winner's curse), so these medians decide, and give the speedup.
+struct Confirmation {
+  std::size_t first = 0, best = 0;  // indices into tried; `best` is the one before the reruns
+  std::vector<double> first_ms, best_ms;  // each correct rerun's runtime
+  bool best_always_correct = true;
+  bool best_holds() const;  // correct in every rerun and faster by the medians
+  double speedup() const;   // median(first_ms) / median(best_ms)
+};
+
 struct SearchResult {
   std::vector<Tried> tried;           // in order
   std::optional<std::size_t> best;    // index into tried of the fastest correct candidate
   std::optional<std::size_t> first;   // the best-of-1: the given kernel or the first correct sample, if any
   bool timed = false;                 // verdicts carry runtimes (GPU); on the CPU "best" is the first correct
+  std::optional<Confirmation> confirmation;  // when timed and the best is not the first
 };
 
 /// Searches for the fastest correct kernel for `task`. Never picks a candidate whose verdict is

@@ -51,8 +51,9 @@ Result<EvalItem> eval_item_from_json(const Json& j, const Suite& tasks, const st
   for (const char* key : {"group", "sample"})
     if (j.contains(key)) meta[key] = j[key];
   std::string id = j.contains("id") && j["id"].is_string() ? j["id"].get<std::string>() : where;
+  const bool rerun = j.contains("rerun") && j["rerun"].is_boolean() && j["rerun"].get<bool>();
   return EvalItem{std::move(id), std::move(task), (has_code ? j["code"] : j["response"]).get<std::string>(), has_response,
-                  std::move(meta)};
+                  std::move(meta), rerun};
 }
 
 Result<CandidateBatch> load_candidates(const Suite& tasks, const fs::path& path) {

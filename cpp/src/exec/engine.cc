@@ -597,7 +597,7 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
   std::size_t done = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     prepared[i] = impl_->prepare(items[i]);
-    if (auto hit = impl_->cached(items[i], prepared[i])) {  // no queueing behind slow candidates for a repeat
+    if (auto hit = items[i].rerun ? std::nullopt : impl_->cached(items[i], prepared[i])) {  // no queueing behind slow candidates for a repeat
       verdicts[i] = std::move(*hit);
       std::lock_guard lock(mutex);
       ++done;

@@ -117,6 +117,9 @@ void add_search_command(CLI::App& root, Commands& commands) {
   app->add_option("--fragment-budget", o->search.fragment_budget,
                   "With --generator emitter: fragment partitions of the traced task to evaluate (0: none)")
       ->capture_default_str();
+  app->add_option("--confirm-rounds", o->search.confirm_rounds,
+                  "Timed reruns, side by side, of the best-of-1 and the best; their medians decide (GPU; 0: none)")
+      ->capture_default_str();
   app->add_option("--out", o->out, "Directory for best.py, search.jsonl and result.json")->required();
   app->add_flag("--json", o->json, "Print the result as JSON");
   add_engine_flags(app, o->engine);
