@@ -52,6 +52,28 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path):
     assert len(sft_board.Scalars("sft/loss")) == 10 and "sft/lr" in sft_board.Tags()["scalars"]
 
 
+def test_a_checkpoint_cut_off_mid_save_is_never_the_latest(tmp_path, monkeypatch):
+    from tritium.train import models
+    from tritium.train.rl import save_checkpoint
+    from tritium.train.sft import latest_checkpoint
+
+    model, tokenizer = models.load("tiny", corpus=[(EXAMPLE_TASKS / "level1" / "01_relu.py").read_text()],
+                                   tiny={"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                         "num_key_value_heads": 2, "intermediate_size": 64})
+    save_checkpoint(model, tokenizer, tmp_path / "checkpoint-1")
+
+    def killed(*args, **kwargs):  # the weights are written, the tokenizer never is
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(tokenizer), "save_pretrained", killed)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(model, tokenizer, tmp_path / "checkpoint-2")
+    assert (tmp_path / "partial-checkpoint-2" / "config.json").exists()
+    assert latest_checkpoint(tmp_path, "config.json") == tmp_path / "checkpoint-1"
+    loaded, _ = models.load(str(latest_checkpoint(tmp_path, "config.json")))
+    assert loaded.config.hidden_size == 32
+
+
 def test_the_curriculum_opens_the_next_level_from_held_out_pass_at_1(tmp_path):
     from tritium.train import models
 

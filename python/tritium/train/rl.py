@@ -23,6 +23,7 @@ import json
 import os
 import pathlib
 import random
+import shutil
 import sys
 import time
 from collections import Counter
@@ -273,13 +274,22 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
                 f"generate {record['generate_tokens_per_s']:.0f}, update {record['update_tokens_per_s']:.0f} tokens/s; "
                 f"{', '.join(f'{k} {v:.1f} s' for k, v in record['seconds'].items())})")
         if ((cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps) and main:
-            path = out / f"checkpoint-{step}"
-            model.save_pretrained(path)
-            tokenizer.save_pretrained(path)
+            save_checkpoint(model, tokenizer, out / f"checkpoint-{step}")
         accelerator.wait_for_everyone()
     board.close()
     return {"steps": cfg.steps, "history": history, "checkpoint": str(out / f"checkpoint-{cfg.steps}"),
             "processes": world}
+
+
+def save_checkpoint(model, tokenizer, path: pathlib.Path) -> None:
+    """Writes the model and tokenizer beside `path`, then renames them into place: a run cut off
+    mid-save (a call's time limit) leaves no `checkpoint-N` that a later eval would load half-written."""
+    partial = path.with_name(f"partial-{path.name}")
+    shutil.rmtree(partial, ignore_errors=True)
+    model.save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    shutil.rmtree(path, ignore_errors=True)  # a rerun's checkpoint of the same step
+    os.replace(partial, path)
 
 
 def _check_curriculum(cfg: RLConfig, curriculum: Curriculum, heldout: list[dict], top_rollouts: list[bool], model,

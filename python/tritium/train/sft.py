@@ -56,7 +56,8 @@ class SFTConfig:
 
 def latest_checkpoint(out: pathlib.Path, marker: str = "trainer_state.pt") -> pathlib.Path | None:
     """The highest-step checkpoint under `out` that holds `marker`: SFT's trainer state, written
-    last, so a crash mid-save leaves none; RL's checkpoints hold no state, so they pass config.json."""
+    last, so a crash mid-save leaves none; RL's checkpoints hold no state, so they pass config.json
+    (rl.save_checkpoint renames each into place once written)."""
     found = sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     done = [p for p in found if (p / marker).exists()]
     return done[-1] if done else None
