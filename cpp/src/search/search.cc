@@ -154,9 +154,11 @@ class Searcher {
     }
   }
 
-  // The best-of-1 and the best, timed again in alternation (in one batch, once the task's reference
-  // has been timed: the best-of-1's first timing may have run beside the reference's torch.compile).
-  // A best that is not correct every time, or not faster by the medians, gives way to the first.
+  // The best-of-1 and the best, timed again in alternation, one candidate at a time: the GPU lock
+  // keeps neighbours off the GPU while a kernel is timed, not off the CPU, and kernels of tens of
+  // microseconds are timed mostly on launch latency. By now the task's reference has been timed
+  // (the best-of-1's first timing may have run beside its torch.compile). A best that is not
+  // correct every time, or not faster by the medians, gives way to the first.
   void confirm() {
     if (!result_.timed || !result_.best || !result_.first || *result_.best == *result_.first || options_.confirm_rounds <= 0)
       return;
@@ -168,9 +170,8 @@ class Searcher {
       for (const std::size_t which : {c.first, c.best})
         items.push_back({fmt::format("{}#{}@{}", task_.id, which, round + 1), task_, result_.tried[which].code, false,
                          {{"stage", "confirm"}, {"of", which}}, true});
-    const auto verdicts = engine_.evaluate(items);
-    for (std::size_t i = 0; i < verdicts.size(); ++i) {
-      const Verdict& v = verdicts[i];
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const Verdict v = engine_.evaluate({items[i]}).front();
       const bool is_best = i % 2 == 1;
       if (v.correct && v.runtime_ms) (is_best ? c.best_ms : c.first_ms).push_back(*v.runtime_ms);
       else if (is_best) c.best_always_correct = false;
