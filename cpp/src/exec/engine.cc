@@ -29,8 +29,8 @@
 #include <fmt/format.h>
 
 #include "cache.h"
-#include "judge.h"
 #include "disk_budget.h"
+#include "judge.h"
 #include "runner.h"
 #include "tensor_file.h"
 #include "tritium/exec.h"
