@@ -64,6 +64,10 @@ ReferenceStore::Lease ReferenceStore::get(const std::string& key, const Compute&
 
 std::uintmax_t ReferenceStore::bytes() const {
   std::lock_guard lock(mutex_);
+  return held_bytes();
+}
+
+std::uintmax_t ReferenceStore::held_bytes() const {
   std::uintmax_t total = 0;
   for (const auto& [key, entry] : entries_) total += entry->bytes;
   return total;
@@ -88,8 +92,7 @@ void ReferenceStore::trim(std::uintmax_t budget) {
   std::vector<fs::path> doomed;
   {
     std::lock_guard lock(mutex_);
-    std::uintmax_t total = 0;
-    for (const auto& [key, entry] : entries_) total += entry->bytes;
+    std::uintmax_t total = held_bytes();
     while (total > budget) {
       auto oldest = entries_.end();
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {
@@ -122,12 +125,13 @@ DiskGate::DiskGate(FreeBytes free_bytes, std::function<void()> make_room, std::u
 // twice errs on the side of room.
 std::unique_ptr<DiskGate::Pass> DiskGate::enter(std::uintmax_t bytes) {
   std::unique_lock lock(mutex_);
+  const auto fits = [&] { return in_flight_ == 0 || free_bytes_() >= reserved_ + bytes + margin_; };
   bool waited = false;
-  while (in_flight_ > 0 && free_bytes_() < reserved_ + bytes + margin_) {
+  while (!fits()) {
     lock.unlock();
     make_room_();
     lock.lock();
-    if (in_flight_ == 0 || free_bytes_() >= reserved_ + bytes + margin_) break;
+    if (fits()) break;
     waited = true;
     left_.wait_for(lock, std::chrono::seconds(1));  // the free space also moves outside the engine
   }

@@ -41,7 +41,6 @@ class ReferenceStore {
   std::uintmax_t largest() const;  // the largest reference computed so far: an estimate of the next
   void shed();                     // deletes every reference nothing is reading
 
-
  private:
   struct Entry {
     std::shared_future<Reference> result;
@@ -53,6 +52,7 @@ class ReferenceStore {
 
   void release(const std::shared_ptr<Entry>& entry);
   void trim(std::uintmax_t budget);  // deletes idle references, oldest first, until the rest fit
+  std::uintmax_t held_bytes() const;  // bytes(), under the lock already held
 
   const std::filesystem::path root_;
   const std::uintmax_t budget_;
