@@ -144,6 +144,15 @@ def test_the_cache_serves_a_repeated_candidate(tmp_path):
     assert not again["cache_hit"] and again["status"] == "incorrect"
 
 
+def test_an_item_may_name_its_inline_tasks_level():
+    # Synthesized tasks come inline, without a suite: their difficulty is the level the metrics
+    # break down by (the training eval's held-out report).
+    engine = tritium.Engine(device="cpu", jobs=1, static_check=False)
+    leveled, bad = engine.evaluate([{**item("wrong_kernel.py"), "level": 3}, {**item("wrong_kernel.py"), "level": "3"}])
+    assert leveled["level"] == 3 and leveled["status"] == "incorrect"
+    assert bad["status"] == "error" and '"level" must be an integer' in bad["message"]
+
+
 def test_references_past_the_disk_budget_are_trimmed_and_recomputed(tmp_path):
     # GPU-size tasks write gigabytes of reference files each: a long batch kept them all and filled
     # the H200 machine's disk. Past the budget, idle references go, and come back when asked for.

@@ -26,10 +26,12 @@ prompts_per_step = 1
 group_size = 2
 max_new_tokens = 16
 engine_device = "cpu"
+engine_timeout_s = 300
 [eval]
 samples = 1
 max_new_tokens = 32
 engine_device = "cpu"
+engine_timeout_s = 300
 """
 
 
@@ -45,6 +47,7 @@ def test_every_stage_runs_and_the_report_compares_the_models(tmp_path):
     for name in ("sft", "rl"):
         verdicts = [json.loads(line) for line in (out / "eval" / name / "verdicts.jsonl").read_text().splitlines()]
         assert len(verdicts) == 2 and all(v["status"] for v in verdicts)
+        assert all(v["level"] == 1 for v in verdicts)  # the tasks' difficulty: the report's levels
     report = json.loads((out / "report" / "report.json").read_text())
     assert [run["name"] for run in report["runs"]] == ["sft/verdicts", "rl/verdicts"]
 

@@ -135,8 +135,9 @@ class Engine:
 
     def evaluate(self, batch: list[dict]) -> list[dict]:
         """One verdict per item, in order. An item is {"code" | "response", "task" (the task's
-        source) | "task_id", "id"?, "group"?, "sample"?, "rerun"? (judge and time it again even when
-        the cache holds its verdict)}; an unusable item gets an "error" verdict."""
+        source) | "task_id", "id"?, "group"?, "sample"?, "level"? (the task's level, for per-level
+        metrics), "rerun"? (judge and time it again even when the cache holds its verdict)}; an
+        unusable item gets an "error" verdict."""
         return json.loads(self._engine.evaluate_json(json.dumps(list(batch))))
 
     def info(self) -> dict:

@@ -47,6 +47,10 @@ Result<EvalItem> eval_item_from_json(const Json& j, const Suite& tasks, const st
     return Error{fmt::format("{}: unknown task_id \"{}\"{}", where, task_id,
                              tasks.origin.empty() ? "; pass the task's source as \"task\"" : " in " + tasks.origin)};
   }
+  if (j.contains("level")) {  // an inline task's level (a synthesized task's difficulty) for per-level metrics
+    if (!j["level"].is_number_integer()) return Error{where + ": \"level\" must be an integer"};
+    task.level = j["level"].get<int>();
+  }
   Json meta = {{"origin", where}};
   for (const char* key : {"group", "sample"})
     if (j.contains(key)) meta[key] = j[key];

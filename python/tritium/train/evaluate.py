@@ -13,13 +13,16 @@ import sys
 import torch
 
 from . import models
+from .curriculum import task_level
 from .rl import rollouts
 
 
 def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_new_tokens: int = 512,
                    temperature: float = 0.7, top_p: float = 0.95, device: str = "auto", engine_device: str = "auto",
-                   seed: int = 0, prompts_per_generate: int = 16, log=print) -> dict:
-    """Writes OUT/verdicts.jsonl and OUT/report.{md,json,html}; returns the overall metrics.
+                   seed: int = 0, prompts_per_generate: int = 16, engine_timeout_s: float = 0.0, log=print) -> dict:
+    """Writes OUT/verdicts.jsonl and OUT/report.{md,json,html}, broken down by level (a synthesized
+    task's difficulty); returns the overall metrics. `engine_timeout_s` bounds each sample's
+    evaluation (0: the engine's default).
     `prompts_per_generate` held-out prompts (each `samples` times) decode together, left-padded:
     a call lasts as long as its longest sample, so on a GPU all of them in one call is quickest."""
     from .. import api
@@ -38,8 +41,8 @@ def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_n
                            temperature, top_p, run_device)
         for task, (_, _, texts) in zip(chunk, results):
             items += [{"id": f"{task['id']}#{k}", "task": task["source"], "task_id": task["id"], "response": t,
-                       "group": task["id"], "sample": k} for k, t in enumerate(texts)]
-    engine = api.Engine(device=engine_device, python=sys.executable)
+                       "group": task["id"], "sample": k, "level": task_level(task)} for k, t in enumerate(texts)]
+    engine = api.Engine(device=engine_device, python=sys.executable, timeout_s=engine_timeout_s or None)
     verdicts = engine.evaluate(items)
     verdict_file = where / "verdicts.jsonl"
     verdict_file.write_text("".join(json.dumps(v) + "\n" for v in verdicts))

@@ -56,6 +56,7 @@ class RLConfig:
     endpoints: str = ""         # comma-separated tritium serve URLs; empty: the engine in-process
     device: str = "auto"
     engine_device: str = "auto"
+    engine_timeout_s: float = 0.0  # per rollout's evaluation, in-process engine; 0: the engine's default (120 s)
     seed: int = 0
     save_every: int = 0         # 0: only at the end
     log_every: int = 1
@@ -226,7 +227,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     reward_config = json.loads(cfg.reward)
     endpoints = [u for u in cfg.endpoints.split(",") if u]
     client = RewardClient(endpoints, config=reward_config) if endpoints else \
-        RewardClient(config=reward_config, device=cfg.engine_device)
+        RewardClient(config=reward_config, device=cfg.engine_device, timeout_s=cfg.engine_timeout_s or None)
     curriculum = Curriculum(tasks, parse_weights(cfg.level_weights), cfg.curriculum, cfg.promote_at)
     heldout = api.load_suite(cfg.heldout, with_source=True)["tasks"] if cfg.curriculum and cfg.heldout else []
     rng = random.Random(cfg.seed)
