@@ -165,20 +165,17 @@ class Searcher {
     Confirmation c;
     c.first = *result_.first;
     c.best = *result_.best;
-    std::vector<EvalItem> items;
-    for (int round = 0; round < options_.confirm_rounds; ++round)
-      for (const std::size_t which : {c.first, c.best})
-        items.push_back({fmt::format("{}#{}@{}", task_.id, which, round + 1), task_, result_.tried[which].code, false,
-                         {{"stage", "confirm"}, {"of", which}}, true});
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      const Verdict v = engine_.evaluate({items[i]}).front();
-      const bool is_best = i % 2 == 1;
-      if (v.correct && v.runtime_ms) (is_best ? c.best_ms : c.first_ms).push_back(*v.runtime_ms);
-      else if (is_best) c.best_always_correct = false;
-      if (log_)
-        log_({{"index", is_best ? c.best : c.first}, {"stage", "confirm"}, {"note", fmt::format("rerun {}", i / 2 + 1)},
-              {"verdict", to_json(v)}});
-    }
+    for (int round = 1; round <= options_.confirm_rounds; ++round)
+      for (const bool is_best : {false, true}) {
+        const std::size_t which = is_best ? c.best : c.first;
+        const EvalItem item{fmt::format("{}#{}@{}", task_.id, which, round), task_, result_.tried[which].code, false,
+                            {{"stage", "confirm"}, {"of", which}}, true};
+        const Verdict v = engine_.evaluate({item}).front();
+        if (v.correct && v.runtime_ms) (is_best ? c.best_ms : c.first_ms).push_back(*v.runtime_ms);
+        else if (is_best) c.best_always_correct = false;
+        if (log_)
+          log_({{"index", which}, {"stage", "confirm"}, {"note", fmt::format("rerun {}", round)}, {"verdict", to_json(v)}});
+      }
     if (!c.best_holds()) result_.best = c.first;
     if (log_) log_({{"stage", "confirm"}, {"first_ms", median(c.first_ms)}, {"best_ms", median(c.best_ms)},
                     {"kept", c.best_holds() ? "best" : "first"}});
