@@ -10,10 +10,113 @@ using pyast::Role;
 bool is_kernel_decorator(const ModuleInfo& info, NodeId d) {
   const Tree& t = info.tree;
   NodeId callee = t.node(d).kind == Kind::Call ? t.child(d, Role::func) : d;
+  if (info.qualified_root(callee) != "triton") return false;  // most calls: no path built
   const auto q = info.qualify(callee);
   if (!q) return false;
   return *q == "triton.jit" || *q == "triton.autotune" || *q == "triton.heuristics" || *q == "triton.runtime.jit.jit";
 }
+
+namespace {
+
+bool is_def(Kind k) { return k == Kind::FunctionDef || k == Kind::AsyncFunctionDef; }
+
+bool decorated_as_kernel(const ModuleInfo& info, NodeId def) {
+  bool kernel = false;
+  for_each_child(info.tree, def, Role::decorator, [&](NodeId d) { kernel = kernel || is_kernel_decorator(info, d); });
+  return kernel;
+}
+
+// Where a statement list is: the module's top level, a block under it (`if HAS_X:`), a function's
+// body (at any depth), or a class body (whose kernels are attributes, not module kernels).
+enum class Scope { module, block, function, class_body };
+
+// The statements below `parent` (statements nest only as deep as indentation, so recursion is
+// bounded): kernels anywhere but in a class body, functions of top-level blocks, and the names
+// each function returns (candidates for a kernel factory, decided once every kernel is known).
+void scan_statements(ModuleInfo& info, NodeId parent, Scope scope, NodeId fn,
+                     std::vector<std::pair<NodeId, std::string_view>>& returned) {
+  const Tree& t = info.tree;
+  for (NodeId s = t.node(parent).first_child; s != kNoNode; s = t.node(s).next_sibling) {
+    switch (t.node(s).kind) {
+      case Kind::FunctionDef:
+      case Kind::AsyncFunctionDef: {
+        const std::string_view name = t.text(s);
+        // Top-level defs were sorted into kernels and functions already.
+        const auto top = scope == Scope::module ? info.kernels.find(name) : info.kernels.end();
+        const bool kernel = scope == Scope::module ? top != info.kernels.end() && top->second == s
+                                                   : scope != Scope::class_body && decorated_as_kernel(info, s);
+        if (kernel) {
+          if (!info.kernels.count(name)) info.kernels.emplace(std::string(name), s);  // the first of a name
+          info.kernel_defs.push_back(s);
+          break;  // its body is Triton
+        }
+        if (scope == Scope::block && !info.functions.count(name)) info.functions.emplace(std::string(name), s);
+        scan_statements(info, s, Scope::function, s, returned);
+        break;
+      }
+      case Kind::ClassDef:
+        scan_statements(info, s, Scope::class_body, kNoNode, returned);
+        break;
+      case Kind::Return: {
+        const NodeId value = t.child(s, Role::value);
+        if (fn == kNoNode || value == kNoNode) break;
+        if (t.node(value).kind == Kind::Name) returned.emplace_back(fn, t.text(value));
+        if (t.node(value).kind == Kind::Call && is_kernel_decorator(info, value)) info.kernel_factories.emplace(t.text(fn));
+        break;
+      }
+      case Kind::If: case Kind::For: case Kind::AsyncFor: case Kind::While: case Kind::With: case Kind::AsyncWith:
+      case Kind::Try: case Kind::TryStar: case Kind::Match: case Kind::ExceptHandler: case Kind::match_case:
+        scan_statements(info, s, scope == Scope::module ? Scope::block : scope, fn, returned);
+        break;
+      default:
+        break;  // simple statements and expressions hold no statements
+    }
+  }
+}
+
+// The callee names a kernel factory: make_kernel(...), self.make_kernel(...), mod.make_kernel(...).
+bool calls_factory(const ModuleInfo& info, NodeId call) {
+  if (info.kernel_factories.empty() || call == kNoNode || info.tree.node(call).kind != Kind::Call) return false;
+  const NodeId f = info.tree.child(call, Role::func);
+  const Kind k = info.tree.node(f).kind;
+  return (k == Kind::Name || k == Kind::Attribute) && info.kernel_factories.count(info.tree.text(f)) > 0;
+}
+
+// Kernels below the top level, kernel factories (a function returning a kernel), and the names
+// bound to `triton.jit(fn)`, to a factory's result or to a kernel anywhere (`self.kernel = make_kernel(256)`).
+void find_nested_kernels(ModuleInfo& info) {
+  const Tree& t = info.tree;
+  std::vector<std::pair<NodeId, std::string_view>> returned;
+  scan_statements(info, t.root(), Scope::module, kNoNode, returned);
+  for (const auto& [fn, name] : returned)
+    if (info.kernels.count(name)) info.kernel_factories.emplace(t.text(fn));
+  for (NodeId n : info.assignments) {
+    const NodeId value = t.child(n, Role::value);
+    if (value == kNoNode) continue;
+    const Kind v = t.node(value).kind;
+    bool kernel = false;
+    if (v == Kind::Call) {
+      // The cheap tests first: most assignments call something that is no decorator.
+      const NodeId f = t.child(value, Role::func);
+      const std::string_view last = t.text(f);
+      const bool decorator_like = t.node(f).kind == Kind::Attribute
+                                      ? last == "jit" || last == "autotune" || last == "heuristics"
+                                      : t.node(f).kind == Kind::Name && info.from_module(f);
+      kernel = (decorator_like && is_kernel_decorator(info, value)) || calls_factory(info, value);
+    } else {
+      kernel = v == Kind::Name && info.kernels.count(t.text(value)) > 0;  // self._relu = relu
+    }
+    if (!kernel) continue;
+    for_each_child(t, n, Role::target, [&](NodeId target) {
+      const Kind k = t.node(target).kind;
+      if ((k == Kind::Name || k == Kind::Attribute) && !info.kernels.count(t.text(target)))
+        info.kernels.emplace(std::string(t.text(target)), n);
+    });
+  }
+  std::sort(info.kernel_defs.begin(), info.kernel_defs.end());
+}
+
+}  // namespace
 
 ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
   const NodeId root = t.root();
@@ -89,6 +192,7 @@ ModuleInfo::ModuleInfo(const Tree& t) : tree(t) {
         });
     }
   }
+  find_nested_kernels(*this);
   if (model_new != kNoNode) {
     model_new_methods = methods(model_new);
     if (auto it = model_new_methods.find("forward"); it != model_new_methods.end()) forward = it->second;
@@ -180,23 +284,32 @@ CallGraph call_graph(const ModuleInfo& info) {
   enqueue(info.forward);
   auto is_kernel_ref = [&](NodeId e) {
     if (e == kNoNode) return false;
-    // A kernel's name, or self.kernel / module.kernel aliases: the attribute names a module kernel.
+    // A kernel's name, or self.kernel / module.kernel aliases: the attribute names a module kernel;
+    // or a factory's result used on the spot (make_kernel(256)[grid](...)).
     const Kind k = t.node(e).kind;
-    return (k == Kind::Name || k == Kind::Attribute) && info.kernels.count(t.text(e)) > 0;
+    return ((k == Kind::Name || k == Kind::Attribute) && info.kernels.count(t.text(e)) > 0) || calls_factory(info, e);
   };
+  std::vector<NodeId> nested;  // the functions defined inside the one being walked
   for (std::size_t next = 0; next < g.functions.size(); ++next) {
     const NodeId fn = g.functions[next];
-    for_each_node(t, fn, [&](NodeId n) {
-      if (t.node(n).kind != Kind::Call) return;
+    nested.clear();
+    // Kernels' bodies are Triton; a nested def runs only if the function refers to it (below).
+    walk_pruned(t, fn, [&](NodeId n) {
+      const Kind k = t.node(n).kind;
+      if (n != fn && is_def(k)) {  // a kernel's body is Triton: not entered either
+        if (!info.is_kernel_def(n)) nested.push_back(n);
+        return false;
+      }
+      if (k != Kind::Call) return true;
       const NodeId callee = t.child(n, Role::func);
       const auto& c = t.node(callee);
       if (c.kind == Kind::Subscript && is_kernel_ref(t.child(callee, Role::value))) {
         g.launches.push_back(n);
-        return;
+        return true;
       }
       if (c.kind == Kind::Attribute && t.text(callee) == "run" && is_kernel_ref(t.child(callee, Role::value))) {
         g.launches.push_back(n);
-        return;
+        return true;
       }
       if (c.kind == Kind::Name) {
         const std::string_view name = t.text(callee);
@@ -219,6 +332,17 @@ CallGraph call_graph(const ModuleInfo& info) {
             if (auto it = methods.find(attr); it != methods.end()) enqueue(it->second);
         }
       }
+      return true;
+    });
+    // A nested def called, passed or returned anywhere in the function (its own nested defs
+    // included) may run: `def launch(): k[grid](...)` then `launch()`; one never named is a decoy.
+    if (nested.empty()) continue;
+    walk_pruned(t, fn, [&](NodeId n) {
+      if (info.is_kernel_def(n)) return false;
+      if (t.node(n).kind == Kind::Name)
+        for (NodeId d : nested)
+          if (t.text(d) == t.text(n)) enqueue(d);
+      return true;
     });
   }
   return g;

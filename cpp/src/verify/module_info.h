@@ -2,6 +2,7 @@
 // aliases, and the call graph from ModelNew.forward.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -42,8 +43,12 @@ struct ModuleInfo {
   // Local name -> qualified path ("F" -> "torch.nn.functional"). Its keys are exactly the names
   // bound by imports (or assigned an imported path): from_module asks whether a chain starts at one.
   std::map<std::string, std::string, ShortFirst> aliases;
-  NodeByName functions;       // top-level functions that are not kernels
-  NodeByName kernels;         // top-level Triton kernels
+  NodeByName functions;       // top-level functions that are not kernels (or in a top-level if/try/with block)
+  // Triton kernels by name: defined anywhere but in a class body (top level, in an `if HAS_X:` block,
+  // inside forward or a factory function), and names bound to `triton.jit(fn)` or to a factory's result.
+  NodeByName kernels;
+  std::vector<NodeId> kernel_defs;  // every kernel's def, wherever it is (names may repeat), sorted
+  NameSet kernel_factories;         // functions and methods that return a kernel they define
   NodeByName classes;         // top-level classes
   NameSet module_variables;   // names assigned at module level
   std::vector<NodeId> all_nodes;    // the whole tree in pre-order
@@ -65,6 +70,12 @@ struct ModuleInfo {
   bool from_module(NodeId expr) const;
   /// Methods of a class, by name (views of the tree's text).
   std::map<std::string_view, NodeId> methods(NodeId cls) const;
+  /// The node is a kernel's def: its body is Triton, not host code.
+  bool is_kernel_def(NodeId n) const {
+    const auto k = tree.node(n).kind;
+    return (k == pyast::Kind::FunctionDef || k == pyast::Kind::AsyncFunctionDef) &&
+           std::binary_search(kernel_defs.begin(), kernel_defs.end(), n);
+  }
 
  private:
   // The Name at the root of an attribute chain, or kNoNode.
@@ -122,6 +133,30 @@ void for_each_node(const Tree& tree, NodeId root, Visit&& visit) {
     visit(n);
     return false;
   });
+}
+
+/// Calls visit(n) for the nodes of a subtree in pre-order, entering n's children only when
+/// visit(n) returns true (a nested def or a kernel's body can be skipped whole).
+template <class Visit>
+void walk_pruned(const Tree& tree, NodeId root, Visit&& visit) {
+  std::vector<NodeId> resume;  // as find_node: where to go on after a subtree
+  NodeId n = root;
+  while (true) {
+    const bool enter = visit(n);
+    const auto& node = tree.node(n);
+    const NodeId next = n == root ? pyast::kNoNode : node.next_sibling;
+    if (enter && node.first_child != pyast::kNoNode) {
+      if (next != pyast::kNoNode) resume.push_back(next);
+      n = node.first_child;
+    } else if (next != pyast::kNoNode) {
+      n = next;
+    } else if (!resume.empty()) {
+      n = resume.back();
+      resume.pop_back();
+    } else {
+      return;
+    }
+  }
 }
 
 /// Calls visit(c) for each child of `id` playing `role`, in order (Tree::children without the vector).

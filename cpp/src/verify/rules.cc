@@ -2,6 +2,7 @@
 // of torch and friends resolve to their qualified names before any check.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_set>
@@ -134,7 +135,13 @@ class Rules {
         verify::for_each_child(t_, n, Role::target, [&](NodeId target) {
           if (t_.node(target).kind == Kind::Name) layer_names_.emplace(t_.text(target));
         });
-    for (NodeId fn : graph_.functions) verify::for_each_node(t_, fn, [&](NodeId n) { in_graph_[n] = true; });
+    // A kernel defined inside a function of the graph is Triton, not host code: its body is not in the graph.
+    for (NodeId fn : graph_.functions)
+      verify::walk_pruned(t_, fn, [&](NodeId n) {
+        if (info_.is_kernel_def(n)) return false;
+        in_graph_[n] = true;
+        return true;
+      });
     attribute_base_.assign(t_.size(), false);
     // In arena order, not pre-order: the result is per node, and the arena is read sequentially.
     for (NodeId n = 0; n < t_.size(); ++n)
@@ -165,8 +172,8 @@ class Rules {
       error("syntax.no_kernel", root, "no @triton.jit kernel: the answer must define Triton kernels and launch them");
     if (info_.model_new == kNoNode)
       error("syntax.no_model_new", root, "no top-level `class ModelNew`; the harness builds ModelNew(*get_init_inputs())");
-    for (const auto& [name, kernel] : info_.kernels) {
-      if (t_.node(kernel).kind == Kind::Assign) continue;
+    for (const NodeId kernel : info_.kernel_defs) {
+      const std::string_view name = t_.text(kernel);
       // The body only: a `tl.constexpr` annotation does no work. The search stops at the first use.
       auto is_tl = [&](NodeId n) {
         const Kind k = t_.node(n).kind;
@@ -423,7 +430,10 @@ class Rules {
   void call_rules(NodeId n) {
     const NodeId callee = t_.child(n, Role::func);
     if (t_.node(callee).kind != Kind::Name) {
-      if (t_.node(callee).kind == Kind::Attribute) data_ptr_key(n, callee);
+      if (t_.node(callee).kind == Kind::Attribute) {
+        data_ptr_key(n, callee);
+        state_mutation(n, callee);
+      }
       return;
     }
     const std::string_view name = t_.text(callee);
@@ -452,30 +462,503 @@ class Rules {
   }
 
   void assignment_rules(NodeId stmt, NodeId target) {
-    verify::for_each_node(t_, target, [&](NodeId x) { assignment_rule(stmt, x); });
+    verify::for_each_node(t_, target, [&](NodeId x) {
+      if (t_.node(x).kind == Kind::Attribute && info_.from_module(x))
+        error("hack.monkeypatch", stmt, fmt::format("assigning `{}` patches an imported module", q(x)));
+    });
+    if (!in_graph_[stmt]) return;
+    // Each expression written: `a, self.b = ...` writes two.
+    verify::walk_pruned(t_, target, [&](NodeId x) {
+      const Kind k = t_.node(x).kind;
+      if (k == Kind::Tuple || k == Kind::List || k == Kind::Starred) return true;
+      state_write(stmt, x);
+      return false;
+    });
   }
 
-  void assignment_rule(NodeId stmt, NodeId x) {
-    const auto k = t_.node(x).kind;
-    if (k != Kind::Attribute && k != Kind::Subscript) return;
-    // The object written to: for a.b.c = v it is a.b; for a[k] = v it is a.
-    const NodeId base = t_.child(x, Role::value);
-    if (k == Kind::Attribute && info_.from_module(x)) {
-      error("hack.monkeypatch", stmt, fmt::format("assigning `{}` patches an imported module", q(x)));
-      return;
-    }
-    if (!in_graph_[stmt]) return;
-    NodeId root = base;
-    while (root != kNoNode && (t_.node(root).kind == Kind::Attribute || t_.node(root).kind == Kind::Subscript))
+  // ---- hack.output_cache: state kept across calls ----
+  //
+  // State written in forward's call graph (an attribute of self, a module-level container)
+  // outlives the call: the classic output cache keyed on a shape, a pointer, an identity or a
+  // call count. What may be kept is a launch configuration: values computed only from shapes,
+  // sizes and constants (never from tensor data), read only as launch grids or kernel arguments,
+  // or by a membership test that fills the cache.
+
+  // The state an expression writes: `self.name` (any depth below self) or a module container.
+  struct Slot {
+    bool on_self = false;
+    std::string_view name;
+    bool operator<(const Slot& o) const { return on_self != o.on_self ? on_self < o.on_self : name < o.name; }
+  };
+
+  std::optional<Slot> slot_of(NodeId x) const {
+    const Kind k = t_.node(x).kind;
+    if (k != Kind::Attribute && k != Kind::Subscript) return std::nullopt;
+    NodeId below = x, root = t_.child(x, Role::value);
+    while (root != kNoNode && (t_.node(root).kind == Kind::Attribute || t_.node(root).kind == Kind::Subscript)) {
+      below = root;
       root = t_.child(root, Role::value);
-    const bool self_state = k == Kind::Attribute && t_.node(base).kind == Kind::Name && t_.text(base) == "self";
-    const bool self_container = root != kNoNode && t_.node(root).kind == Kind::Name && t_.text(root) == "self" &&
-                                k == Kind::Subscript;
-    const bool module_container = root != kNoNode && t_.node(root).kind == Kind::Name &&
-                                  info_.module_variables.count(t_.text(root));
-    if (self_state || self_container || module_container)
-      error("hack.output_cache", stmt,
-            "state written in the forward path outlives the call (a cache of outputs, a call counter)");
+    }
+    if (root == kNoNode || t_.node(root).kind != Kind::Name) return std::nullopt;
+    if (t_.text(root) == "self")  // `self[key] = v` is state too, under no attribute's name
+      return Slot{true, t_.node(below).kind == Kind::Attribute ? t_.text(below) : std::string_view()};
+    if (info_.module_variables.count(t_.text(root))) return Slot{false, t_.text(root)};
+    return std::nullopt;
+  }
+
+  void state_write(NodeId stmt, NodeId x) {
+    const auto slot = slot_of(x);
+    if (!slot) return;
+    const Kind k = t_.node(stmt).kind;
+    const NodeId value = t_.child(stmt, Role::value);
+    if ((k == Kind::Assign || k == Kind::AnnAssign) && value != kNoNode && kept_config(*slot, {value}, stmt)) return;
+    error("hack.output_cache", stmt,
+          "state written in the forward path outlives the call (a cache of outputs, a call counter); only launch "
+          "grids and configurations computed from shapes may be kept, and read only by launches");
+  }
+
+  // self._cache.update(...), _RESULTS.append(out), self._grids.setdefault(key, grid), ...
+  void state_mutation(NodeId call, NodeId callee) {
+    if (!in_graph_[call] || !mutators().contains(t_.text(callee))) return;
+    const auto slot = mutated_slot(callee);
+    if (!slot) return;
+    const Slot s = *slot;
+    std::vector<NodeId> values;
+    for (NodeId c = t_.node(call).first_child; c != kNoNode; c = t_.node(c).next_sibling)
+      if (t_.node(c).role == Role::arg || t_.node(c).role == Role::keyword) values.push_back(c);
+    if (kept_config(s, values, call)) return;
+    error("hack.output_cache", call,
+          fmt::format("`.{}()` on state in the forward path keeps values across calls (a cache of outputs); only "
+                      "launch grids and configurations computed from shapes may be kept",
+                      t_.text(callee)));
+  }
+
+  static const WordSet& mutators() {
+    static const WordSet s = {"append", "extend", "insert", "update", "setdefault", "add", "__setitem__"};
+    return s;
+  }
+
+  // The write keeps a launch configuration: every value is one, and the slot is read only as one.
+  bool kept_config(const Slot& slot, const std::vector<NodeId>& values, NodeId at) {
+    ensure_parents();
+    const NodeId scope = enclosing_def(at);
+    budget_ = 4000;
+    evaluating_ = slot;
+    bool ok = true;
+    for (NodeId v : values) ok = ok && config_value(v, scope, 0);
+    evaluating_.reset();
+    return ok && write_sites(slot) == 1 && slot_reads_ok(slot);
+  }
+
+  static bool same(const Slot& a, const Slot& b) { return !(a < b) && !(b < a); }
+
+  // The slot of the object a mutating method is called on (`self._cache.update`, `_RESULTS.append`).
+  std::optional<Slot> mutated_slot(NodeId callee) const {
+    const NodeId base = t_.child(callee, Role::value);
+    if (auto slot = slot_of(base)) return slot;
+    if (t_.node(base).kind == Kind::Name && info_.module_variables.count(t_.text(base))) return Slot{false, t_.text(base)};
+    return std::nullopt;
+  }
+
+  // How many statements of the graph write the slot. A configuration is one value per key, written
+  // in one place: a second write (`cache.setdefault(key, 0)`, later `cache[key] = 1`) records history.
+  int write_sites(const Slot& slot) {
+    if (auto it = write_sites_.find(slot); it != write_sites_.end()) return it->second;
+    int sites = 0;
+    for (NodeId n : info_.all_nodes) {
+      if (!in_graph_[n]) continue;
+      const Kind k = t_.node(n).kind;
+      bool writes = false;
+      if (k == Kind::Assign || k == Kind::AugAssign || k == Kind::AnnAssign || k == Kind::Delete) {
+        verify::for_each_child(t_, n, Role::target, [&](NodeId target) {
+          verify::walk_pruned(t_, target, [&](NodeId x) {
+            const Kind xk = t_.node(x).kind;
+            if (xk == Kind::Tuple || xk == Kind::List || xk == Kind::Starred) return true;
+            const auto s = slot_of(x);
+            writes = writes || (s && same(*s, slot));
+            return false;
+          });
+        });
+      } else if (k == Kind::Call) {
+        const NodeId callee = t_.child(n, Role::func);
+        if (t_.node(callee).kind == Kind::Attribute && mutators().contains(t_.text(callee))) {
+          const auto s = mutated_slot(callee);
+          writes = s && same(*s, slot);
+        }
+      }
+      sites += writes ? 1 : 0;
+    }
+    write_sites_.emplace(slot, sites);
+    return sites;
+  }
+
+  // ---- values computed only from shapes, sizes and constants ----
+
+  bool config_value(NodeId e, NodeId scope, int depth) {
+    if (e == kNoNode || --budget_ < 0 || depth > 40) return false;
+    const auto& node = t_.node(e);
+    switch (node.kind) {
+      case Kind::Constant:
+        return true;
+      case Kind::Tuple: case Kind::List: case Kind::Set: case Kind::Dict: case Kind::DictItem: case Kind::BinOp:
+      case Kind::UnaryOp: case Kind::BoolOp: case Kind::Compare: case Kind::IfExp: case Kind::JoinedStr:
+      case Kind::FormattedValue: case Kind::Slice: case Kind::Starred: case Kind::keyword:
+        for (NodeId c = node.first_child; c != kNoNode; c = t_.node(c).next_sibling)
+          if (!config_value(c, scope, depth + 1)) return false;
+        return true;
+      case Kind::Lambda: {  // a grid function: its parameters are Triton's meta-parameters
+        const std::size_t assumed = assumed_.size();
+        if (const NodeId args = t_.child(e, Role::args); args != kNoNode)
+          verify::for_each_node(t_, args, [&](NodeId a) {
+            if (t_.node(a).kind == Kind::arg) assumed_.push_back(t_.text(a));
+          });
+        const bool ok = config_value(t_.child(e, Role::body), scope, depth + 1);
+        assumed_.resize(assumed);
+        return ok;
+      }
+      case Kind::GeneratorExp: case Kind::ListComp: case Kind::SetComp: case Kind::DictComp: {
+        const std::size_t assumed = assumed_.size();
+        bool ok = true;
+        verify::for_each_child(t_, e, Role::generator, [&](NodeId g) {
+          ok = ok && config_value(t_.child(g, Role::iter), scope, depth + 1);
+          verify::for_each_child(t_, g, Role::ifs, [&](NodeId c) { ok = ok && config_value(c, scope, depth + 1); });
+          verify::for_each_node(t_, t_.child(g, Role::target), [&](NodeId n) {
+            if (t_.node(n).kind == Kind::Name) assumed_.push_back(t_.text(n));
+          });
+        });
+        for (Role r : {Role::elt, Role::key, Role::value})
+          if (const NodeId c = t_.child(e, r); c != kNoNode) ok = ok && config_value(c, scope, depth + 1);
+        assumed_.resize(assumed);
+        return ok;
+      }
+      case Kind::Subscript:
+        return config_value(t_.child(e, Role::value), scope, depth + 1) &&
+               config_value(t_.child(e, Role::slice), scope, depth + 1);
+      case Kind::Attribute: {
+        static const WordSet metadata = {"shape", "ndim", "dtype", "device", "is_cuda", "itemsize", "layout"};
+        if (metadata.contains(t_.text(e)) || info_.from_module(e) || info_.kernels.count(t_.text(e))) return true;
+        const auto slot = slot_of(e);
+        if (slot && slot->on_self) return config_attribute(*slot, depth);
+        return config_value(t_.child(e, Role::value), scope, depth + 1);  // an attribute of a configuration
+      }
+      case Kind::Name:
+        return config_name(e, scope, depth);
+      case Kind::Call:
+        return config_call(e, scope, depth);
+      default:
+        return false;
+    }
+  }
+
+  bool config_call(NodeId call, NodeId scope, int depth) {
+    const NodeId f = t_.child(call, Role::func);
+    auto args_config = [&] {
+      for (NodeId c = t_.node(call).first_child; c != kNoNode; c = t_.node(c).next_sibling)
+        if (t_.node(c).role != Role::func && !config_value(c, scope, depth + 1)) return false;
+      return true;
+    };
+    if (calls_kernel_factory(call)) return true;  // a kernel object, not an output
+    if (t_.node(f).kind == Kind::Name && !info_.from_module(f)) {
+      const std::string_view name = t_.text(f);
+      if (name == "len" || name == "isinstance") return true;  // a size or a type, whatever the argument
+      static const WordSet builtins = {"min", "max", "int", "float", "bool", "abs", "round", "tuple", "list",
+                                       "dict", "range", "zip", "enumerate", "sum", "divmod", "pow", "sorted",
+                                       "reversed", "any", "all", "str"};
+      return builtins.contains(name) && !info_.functions.count(name) && !info_.classes.count(name) && args_config();
+    }
+    if (t_.node(f).kind != Kind::Attribute) return false;
+    if (info_.from_module(f)) {
+      const std::string path = q(f);
+      if (path_under(path, "torch.cuda.get_device_properties") || path_under(path, "torch.cuda.get_device_capability") ||
+          path_under(path, "torch.cuda.device_count") || path_under(path, "torch.cuda.current_device"))
+        return true;
+      return (path_under(path, "math") || path == "triton.cdiv" || path == "triton.next_power_of_2" ||
+              path == "triton.Config" || path == "torch.Size") &&
+             args_config();
+    }
+    // An entry of a kept configuration (cfg.get("BLOCK"), self._grids.get(key)).
+    static const WordSet lookups = {"get", "setdefault", "pop", "copy", "keys", "values", "items"};
+    if (lookups.contains(t_.text(f))) return config_value(t_.child(f, Role::value), scope, depth + 1) && args_config();
+    // Size queries of a tensor: numbers, not its data.
+    static const WordSet queries = {"numel", "size", "stride", "dim", "element_size", "storage_offset",
+                                    "is_contiguous", "nelement", "ndimension", "get_device"};
+    return queries.contains(t_.text(f)) && args_config();
+  }
+
+  bool calls_kernel_factory(NodeId call) const {
+    const NodeId f = t_.child(call, Role::func);
+    const Kind k = t_.node(f).kind;
+    return (k == Kind::Name || k == Kind::Attribute) && info_.kernel_factories.count(t_.text(f)) > 0;
+  }
+
+  // A name is a configuration when every binding of it in its scope (else at module level) is.
+  bool config_name(NodeId name, NodeId scope, int depth) {
+    const std::string_view text = t_.text(name);
+    if (std::find(assumed_.begin(), assumed_.end(), text) != assumed_.end()) return true;
+    if (text == "self") return false;
+    if (info_.from_module(name) || info_.kernels.count(text)) return true;
+    if (scope == kNoNode) scope = t_.root();
+    for (const auto& [s, n] : resolving_)
+      if (s == scope && n == text) return true;  // a cycle (n = n // 2): the other bindings decide
+    resolving_.emplace_back(scope, text);
+    bool found = false;
+    bool ok = bindings_config(text, scope, depth, found);
+    if (!found && scope != t_.root()) ok = bindings_config(text, t_.root(), depth, found);
+    resolving_.pop_back();
+    return found && ok;
+  }
+
+  // Every binding of `name` in `scope` (a def, or the module) has a configuration as its value;
+  // `found` says whether there was any.
+  bool bindings_config(std::string_view name, NodeId scope, int depth, bool& found) {
+    bool ok = true;
+    const bool in_init = scope != t_.root() && t_.text(scope) == "__init__";
+    verify::walk_pruned(t_, scope, [&](NodeId n) {
+      if (!ok) return false;
+      const Kind k = t_.node(n).kind;
+      if (n != scope && is_scope(k)) return false;
+      if (k == Kind::arg && t_.text(n) == name) {  // a parameter: built once in __init__, else per call
+        found = true;
+        ok = in_init;
+        return false;
+      }
+      if (k != Kind::Name || t_.text(n) != name) return true;
+      const NodeId binder = binder_of(n);
+      if (binder == kNoNode) return true;
+      found = true;
+      const Kind b = t_.node(binder).kind;
+      NodeId value = kNoNode;
+      if (b == Kind::Assign || b == Kind::AnnAssign || b == Kind::AugAssign || b == Kind::NamedExpr)
+        value = t_.child(binder, Role::value);
+      else if (b == Kind::For || b == Kind::AsyncFor)
+        value = t_.child(binder, Role::iter);
+      if (b == Kind::AnnAssign && value == kNoNode) return true;  // `x: int` binds nothing
+      ok = value != kNoNode && config_value(value, scope, depth + 1);
+      return false;
+    });
+    return ok;
+  }
+
+  static bool is_scope(Kind k) {
+    return k == Kind::FunctionDef || k == Kind::AsyncFunctionDef || k == Kind::ClassDef || k == Kind::Lambda ||
+           k == Kind::GeneratorExp || k == Kind::ListComp || k == Kind::SetComp || k == Kind::DictComp;
+  }
+
+  // The statement (or walrus) that binds a Name it is the target of, or kNoNode when it is read.
+  NodeId binder_of(NodeId name) {
+    ensure_parents();
+    NodeId u = name;
+    while (parent_[u] != kNoNode && (t_.node(parent_[u]).kind == Kind::Tuple || t_.node(parent_[u]).kind == Kind::List ||
+                                     t_.node(parent_[u]).kind == Kind::Starred))
+      u = parent_[u];
+    const NodeId p = parent_[u];
+    if (p == kNoNode) return kNoNode;
+    const Role r = t_.node(u).role;
+    const Kind k = t_.node(p).kind;
+    if (r == Role::target && (k == Kind::Assign || k == Kind::AnnAssign || k == Kind::AugAssign || k == Kind::For ||
+                              k == Kind::AsyncFor || k == Kind::NamedExpr || k == Kind::comprehension))
+      return p;
+    if (r == Role::vars) return p;  // with ... as name: whatever the context gives
+    return kNoNode;
+  }
+
+  // self.name as a value: every assignment to it in the module (and a class attribute of that
+  // name) is a configuration; the slot being checked counts as one (its writes are all checked).
+  bool config_attribute(const Slot& slot, int depth) {
+    if (evaluating_ && same(*evaluating_, slot)) return true;
+    for (const auto& [s, n] : resolving_)
+      if (s == kNoNode && n == slot.name) return true;
+    resolving_.emplace_back(kNoNode, slot.name);
+    bool found = false, ok = true;
+    for (NodeId n : info_.all_nodes) {
+      if (!ok) break;
+      const Kind k = t_.node(n).kind;
+      if (k != Kind::Assign && k != Kind::AnnAssign && k != Kind::AugAssign) continue;
+      verify::for_each_child(t_, n, Role::target, [&](NodeId target) {
+        const bool on_self = t_.node(target).kind == Kind::Attribute && t_.text(target) == slot.name &&
+                             t_.node(t_.child(target, Role::value)).kind == Kind::Name &&
+                             t_.text(t_.child(target, Role::value)) == "self";
+        const bool class_attribute = t_.node(target).kind == Kind::Name && t_.text(target) == slot.name &&
+                                     enclosing_def(n) == kNoNode && in_class_body(n);
+        if (!on_self && !class_attribute) return;
+        found = true;
+        const NodeId value = t_.child(n, Role::value);
+        ok = ok && value != kNoNode && k != Kind::AugAssign &&
+             config_value(value, class_attribute ? t_.root() : enclosing_def(n), depth + 1);
+      });
+    }
+    resolving_.pop_back();
+    return found && ok;
+  }
+
+  bool in_class_body(NodeId n) {
+    ensure_parents();
+    return parent_[n] != kNoNode && t_.node(parent_[n]).kind == Kind::ClassDef;
+  }
+
+  // ---- how the kept state is read ----
+
+  bool slot_reads_ok(const Slot& slot) {
+    if (auto it = slot_reads_.find(slot); it != slot_reads_.end()) return it->second;
+    bool ok = true;
+    for (NodeId n : info_.all_nodes) {
+      if (!ok) break;
+      if (!in_graph_[n]) continue;
+      const auto& node = t_.node(n);
+      bool read = false;
+      if (slot.on_self) {
+        read = node.kind == Kind::Attribute && t_.text(n) == slot.name &&
+               t_.node(t_.child(n, Role::value)).kind == Kind::Name && t_.text(t_.child(n, Role::value)) == "self";
+      } else {
+        read = node.kind == Kind::Name && t_.text(n) == slot.name;
+      }
+      if (read) ok = read_use_ok(n, slot, 0);
+    }
+    slot_reads_.emplace(slot, ok);
+    return ok;
+  }
+
+  bool is_launch(NodeId call) const {
+    return call != kNoNode && std::binary_search(launches_sorted_.begin(), launches_sorted_.end(), call);
+  }
+
+  // A value read from kept state is used as a launch grid or a kernel argument, tested by a
+  // membership (or None) test that only fills the cache, stored back, or held in a local used so.
+  // `probe` names a local holding `cache.get(key)`: None until the cache is filled, so it says
+  // whether this call is the first; it may only be None-tested by a fill that rebinds it.
+  bool read_use_ok(NodeId r, const Slot& slot, int depth, std::string_view probe = {}) {
+    ensure_parents();
+    NodeId u = r;
+    bool got = false;  // u is cache.get(key)
+    while (parent_[u] != kNoNode) {
+      const NodeId p = parent_[u];
+      const Kind pk = t_.node(p).kind;
+      if (pk == Kind::Subscript && t_.node(u).role == Role::value) {
+        u = p;
+        continue;
+      }
+      if (pk != Kind::Attribute) break;
+      const NodeId call = parent_[p];
+      if (call != kNoNode && t_.node(call).kind == Kind::Call && t_.node(p).role == Role::func) {
+        const std::string_view method = t_.text(p);
+        if (method == "setdefault" || (method == "get" && t_.children(call, Role::arg).size() == 1 &&
+                                       t_.child(call, Role::keyword) == kNoNode)) {
+          got = got || method == "get";
+          u = call;
+          continue;
+        }
+        // A mutation is checked as a write of its own; pop, get with a default, items() and the
+        // rest read the cache's history or the cache itself.
+        return mutators().contains(method) && method != "setdefault";
+      }
+      u = p;  // a field of a kept configuration
+    }
+    const NodeId p = parent_[u];
+    if (p == kNoNode) return false;
+    const Role role = t_.node(u).role;
+    const Kind pk = t_.node(p).kind;
+    if (written_by(u)) return true;  // the write itself, checked on its own
+    if (pk == Kind::Compare) return guards_filling(p, u, probe);  // before launches: `key in cache` as an argument
+    if (!got && in_launch(u)) return true;
+    if (pk == Kind::Assign && role == Role::value) {
+      bool into_slot = true;
+      std::vector<NodeId> targets;
+      verify::for_each_child(t_, p, Role::target, [&](NodeId t) {
+        targets.push_back(t);
+        const auto s = slot_of(t);
+        into_slot = into_slot && s && same(*s, slot);
+      });
+      if (into_slot) return true;
+      if (targets.size() == 1 && t_.node(targets[0]).kind == Kind::Name && depth < 3)
+        return local_uses_ok(t_.text(targets[0]), enclosing_def(p), slot, depth + 1, got);
+    }
+    return false;
+  }
+
+  // The expression is (part of) a launch's grid or of its arguments: kernel[grid](args).
+  bool in_launch(NodeId u) {
+    for (NodeId x = u; parent_[x] != kNoNode && !pyast::is_statement(t_.node(parent_[x]).kind); x = parent_[x]) {
+      const NodeId p = parent_[x];
+      if (is_launch(p) && t_.node(x).role != Role::func) return true;
+      if (t_.node(p).kind == Kind::Subscript && t_.node(x).role == Role::slice && t_.node(p).role == Role::func &&
+          is_launch(parent_[p]))
+        return true;
+    }
+    return false;
+  }
+
+  bool written_by(NodeId u) {
+    NodeId x = u;
+    while (parent_[x] != kNoNode && (t_.node(parent_[x]).kind == Kind::Tuple || t_.node(parent_[x]).kind == Kind::List ||
+                                     t_.node(parent_[x]).kind == Kind::Starred))
+      x = parent_[x];
+    const NodeId p = parent_[x];
+    if (p == kNoNode || t_.node(x).role != Role::target) return false;
+    const Kind k = t_.node(p).kind;
+    return k == Kind::Assign || k == Kind::AnnAssign || k == Kind::AugAssign || k == Kind::Delete;
+  }
+
+  // `key in cache`, `key not in cache`, `cache.get(key) is None`: fine as the test of an `if`
+  // whose branches return nothing and launch nothing (they fill the cache); one testing a probe
+  // (see read_use_ok) must also rebind it.
+  bool guards_filling(NodeId compare, NodeId operand, std::string_view probe) {
+    const auto& c = t_.node(compare);
+    if (c.first_child == kNoNode || t_.node(c.first_child).next_sibling != c.last_child) return false;  // one op
+    const bool membership = (c.op == 8 || c.op == 9) && t_.node(operand).role == Role::comparator;
+    const NodeId other = operand == c.first_child ? c.last_child : c.first_child;
+    const bool none_test = (c.op == 6 || c.op == 7) && t_.node(other).kind == Kind::Constant &&
+                           t_.node(other).op == static_cast<std::uint16_t>(pyast::ConstKind::None);
+    if (!membership && !none_test) return false;
+    NodeId u = compare;
+    while (parent_[u] != kNoNode && (t_.node(parent_[u]).kind == Kind::BoolOp || t_.node(parent_[u]).kind == Kind::UnaryOp))
+      u = parent_[u];
+    const NodeId stmt = parent_[u];
+    if (stmt == kNoNode || t_.node(stmt).kind != Kind::If || t_.node(u).role != Role::test) return false;
+    bool fills_only = true, rebinds = probe.empty();
+    for (NodeId s = t_.node(stmt).first_child; s != kNoNode && fills_only; s = t_.node(s).next_sibling) {
+      if (t_.node(s).role != Role::body && t_.node(s).role != Role::orelse) continue;
+      fills_only = verify::find_node(t_, s, [&](NodeId n) {
+                     const Kind k = t_.node(n).kind;
+                     if (k == Kind::Name && t_.text(n) == probe && binder_of(n) != kNoNode) rebinds = true;
+                     return k == Kind::Return || k == Kind::Yield || is_launch(n);
+                   }) == kNoNode;
+    }
+    return fills_only && rebinds;
+  }
+
+  // Every read of a local holding a value from kept state is a use read_use_ok accepts; a probe
+  // (cache.get(key)) must be None-tested by a fill that rebinds it before it is used.
+  bool local_uses_ok(std::string_view local, NodeId scope, const Slot& slot, int depth, bool probe) {
+    if (scope == kNoNode) return false;
+    std::vector<NodeId> uses;
+    verify::for_each_node(t_, scope, [&](NodeId n) {
+      if (t_.node(n).kind == Kind::Name && t_.text(n) == local && binder_of(n) == kNoNode) uses.push_back(n);
+    });
+    // A probe only tested (`if cache.get(key) is None: fill`) tells nothing to anything else.
+    const bool used = std::any_of(uses.begin(), uses.end(), [&](NodeId n) { return t_.node(parent_[n]).kind != Kind::Compare; });
+    bool guarded = !probe || !used;
+    for (NodeId n : uses) {
+      if (!read_use_ok(n, slot, depth, probe && used ? local : std::string_view())) return false;
+      guarded = guarded || t_.node(parent_[n]).kind == Kind::Compare;
+    }
+    return guarded;
+  }
+
+  NodeId enclosing_def(NodeId n) {
+    ensure_parents();
+    for (NodeId p = parent_[n]; p != kNoNode; p = parent_[p])
+      if (t_.node(p).kind == Kind::FunctionDef || t_.node(p).kind == Kind::AsyncFunctionDef) return p;
+    return kNoNode;
+  }
+
+  // Parents, built the first time state written in the graph needs them (most candidates keep none).
+  void ensure_parents() {
+    if (!parent_.empty()) return;
+    parent_.assign(t_.size(), kNoNode);
+    for (NodeId n = 0; n < t_.size(); ++n)
+      for (NodeId c = t_.node(n).first_child; c != kNoNode; c = t_.node(c).next_sibling) parent_[c] = n;
+    launches_sorted_ = graph_.launches;
+    std::sort(launches_sorted_.begin(), launches_sorted_.end());
   }
 
   const ModuleInfo& info_;
@@ -485,6 +968,15 @@ class Rules {
   std::vector<bool> in_graph_;
   std::vector<bool> attribute_base_;  // nodes that are the `value` of an Attribute
   verify::NameSet layer_names_;
+  // hack.output_cache's analysis of kept state (only when some state is written in the graph).
+  std::vector<NodeId> parent_;
+  std::vector<NodeId> launches_sorted_;
+  std::map<Slot, bool> slot_reads_;
+  std::map<Slot, int> write_sites_;
+  std::vector<std::string_view> assumed_;  // names bound to configurations: a lambda's, a comprehension's
+  std::vector<std::pair<NodeId, std::string_view>> resolving_;  // names being resolved, by scope
+  std::optional<Slot> evaluating_;  // the state whose written values are being checked
+  int budget_ = 0;  // steps left for one check: a name chain is not followed forever
 };
 
 // How many positional arguments a method accepts (self excluded): [min, max], max unbounded
