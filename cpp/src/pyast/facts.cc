@@ -15,6 +15,8 @@ std::string join(const Tree& tree, const std::vector<NodeId>& exprs) {
 
 std::string line(const Tree& tree, NodeId id) { return std::to_string(tree.node(id).span.line); }
 
+// Recursive over the tuples, lists and starred items of a target, which nest only in brackets:
+// at most 200 deep (the lexer's limit).
 void attribute_targets(const Tree& tree, NodeId t, std::vector<std::string>& out) {
   const Kind k = tree.node(t).kind;
   if (k == Kind::Attribute) out.push_back("attrassign\t" + line(tree, t) + "\t" + render(tree, t));
@@ -23,6 +25,7 @@ void attribute_targets(const Tree& tree, NodeId t, std::vector<std::string>& out
   if (k == Kind::Starred) attribute_targets(tree, tree.child(t, Role::value), out);
 }
 
+// The facts of one node; facts() walks the tree.
 void visit(const Tree& tree, NodeId id, std::vector<std::string>& out) {
   const Node& n = tree.node(id);
   const std::string ln = line(tree, id);
@@ -82,14 +85,32 @@ void visit(const Tree& tree, NodeId id, std::vector<std::string>& out) {
     default:
       break;
   }
-  for (NodeId c = n.first_child; c != kNoNode; c = tree.node(c).next_sibling) visit(tree, c, out);
 }
 
 }  // namespace
 
 std::vector<std::string> facts(const Tree& tree) {
   std::vector<std::string> out;
-  if (tree.root() != kNoNode) visit(tree, tree.root(), out);
+  if (tree.root() == kNoNode) return out;
+  // Pre-order without recursion: a long chain (a + b + ..., a.b.c, elif) is a tree as deep as
+  // the source is long. `resume` holds where to go on after each open subtree.
+  std::vector<NodeId> resume;
+  NodeId n = tree.root();
+  while (true) {
+    visit(tree, n, out);
+    const Node& node = tree.node(n);
+    if (node.first_child != kNoNode) {
+      if (node.next_sibling != kNoNode) resume.push_back(node.next_sibling);
+      n = node.first_child;
+    } else if (node.next_sibling != kNoNode) {
+      n = node.next_sibling;
+    } else if (!resume.empty()) {
+      n = resume.back();
+      resume.pop_back();
+    } else {
+      break;
+    }
+  }
   return out;
 }
 

@@ -7,13 +7,24 @@ namespace {
 
 bool ident_char(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
 
+// CPython 3.12's tokenizer limits (Parser/lexer/state.h): MAXFSTRINGLEVEL f-strings open at
+// once (the outermost counts), and MAX_EXPR_NESTING: a field in a format spec may not have a
+// spec with fields of its own. They also bound this scanner's recursion.
+constexpr int kMaxFStringLevel = 150;
+constexpr int kMaxSpecNesting = 2;
+
 class Scanner {
  public:
-  explicit Scanner(std::string_view src) : s_(src) {}
+  explicit Scanner(std::string_view src, int level = 0) : s_(src), level_(level) {}
 
   StringResult scan(std::uint32_t pos) {
     StringResult r;
     const Prefix prefix = read_prefix(s_, pos);
+    if (prefix.fstring && level_ + 1 >= kMaxFStringLevel) {
+      r.error = "too many nested f-strings";
+      r.error_pos = pos;
+      return r;
+    }
     pos_ = pos + prefix.length;
     quote_ = s_[pos_];
     triple_ = pos_ + 2 < s_.size() && s_[pos_ + 1] == quote_ && s_[pos_ + 2] == quote_;
@@ -129,6 +140,7 @@ class Scanner {
 
   // From '{' to just past the matching '}'.
   void field(FField& f) {
+    if (spec_depth_ >= kMaxSpecNesting) return fail("f-string: expressions nested too deeply", pos_);
     f.begin = pos_++;
     f.expr_begin = pos_;
     int depth = 0;
@@ -191,7 +203,9 @@ class Scanner {
             ++pos_;
             f.has_spec = true;
             const auto saved_start = start_;
+            ++spec_depth_;
             body(f.spec, /*in_spec=*/true);
+            --spec_depth_;
             start_ = saved_start;
             if (error_) return;
             if (at_end() || s_[pos_] != '}') return fail("f-string: expecting '}'", f.begin);
@@ -215,7 +229,7 @@ class Scanner {
   }
 
   void nested_string(std::uint32_t at) {
-    Scanner inner(s_);
+    Scanner inner(s_, level_ + 1);
     StringResult r = inner.scan(at);
     if (r.error) return fail(r.error, r.error_pos);
     pos_ = r.end;
@@ -225,6 +239,8 @@ class Scanner {
   std::uint32_t pos_ = 0, start_ = 0;
   char quote_ = 0;
   bool triple_ = false, raw_ = false;
+  int level_;           // f-strings open around this literal
+  int spec_depth_ = 0;  // format specs open around the scan position
   const char* error_ = nullptr;
   std::uint32_t error_pos_ = 0;
 };

@@ -105,7 +105,8 @@ class Lexer {
         end_(static_cast<std::uint32_t>(std::min<std::size_t>(start.end, s.size()))),
         line_(start.line),
         line_start_(start.line_start),
-        brackets_mode_(start.in_brackets) {}
+        brackets_mode_(start.in_brackets),
+        depth_(start.brackets) {}
 
   Lexed run() {
     out_.tokens.reserve((end_ - pos_) / 3 + 16);  // typical code has a token per 3.5 bytes
@@ -286,6 +287,8 @@ class Lexer {
     }
     if (col > indents_.back()) {
       if (alt <= alt_indents_.back()) return error("inconsistent use of tabs and spaces in indentation", pos_);
+      // CPython's MAXINDENT: the 100th level is refused (the stack holds level 0 too).
+      if (indents_.size() >= kMaxIndent) return error_at("too many levels of indentation", line_, 0);
       indents_.push_back(col);
       alt_indents_.push_back(alt);
       emit(Tok::Indent, pos_, pos_, here);
@@ -412,6 +415,7 @@ class Lexer {
     advance_lines(begin, r.end);
     pos_ = r.end;
     emit(Tok::String, begin, pos_, {start.line, start.col, line_, pos_ - line_start_});
+    out_.tokens.back().brackets = static_cast<std::uint16_t>(depth_ + brackets_.size());
     at_bol_ = false;
   }
 
@@ -513,6 +517,7 @@ class Lexer {
     pos_ += n;
     const char c = s_[begin];
     if (n == 1 && (c == '(' || c == '[' || c == '{')) {
+      if (depth_ + brackets_.size() >= kMaxBrackets) return error("too many nested parentheses", begin);
       brackets_.push_back({c, line_, begin - line_start_});
     } else if (n == 1 && (c == ')' || c == ']' || c == '}')) {
       const char open = c == ')' ? '(' : c == ']' ? '[' : '{';
@@ -541,6 +546,7 @@ class Lexer {
   std::string_view s_;
   std::uint32_t pos_, end_, line_, line_start_;
   bool brackets_mode_;
+  std::uint32_t depth_;  // brackets open around the lexed range (an f-string field's)
   bool at_bol_ = true;
   std::vector<std::tuple<char, std::uint32_t, std::uint32_t>> brackets_;
   std::vector<std::uint32_t> indents_, alt_indents_;  // from 0, pushed by run()

@@ -15,6 +15,13 @@ namespace tritium::pyast {
 
 enum class Tok : std::uint8_t { Name, Number, String, Op, Newline, Indent, Dedent, End };
 
+/// CPython's tokenizer limits (Parser/lexer/state.h), refused with its messages: MAXLEVEL
+/// brackets open at once ("too many nested parentheses"; the braces of f-string fields count,
+/// as in 3.12), MAXINDENT indentation levels ("too many levels of indentation", level 0
+/// included).
+inline constexpr std::uint32_t kMaxBrackets = 200;
+inline constexpr std::uint32_t kMaxIndent = 100;
+
 /// Up to 8 bytes packed into an integer, so that the parser compares operators and keywords
 /// as integers; longer text packs to kLongText.
 inline constexpr std::uint64_t kLongText = ~std::uint64_t{0};
@@ -28,10 +35,12 @@ constexpr std::uint64_t pack(std::string_view text) {
 struct Token {
   Tok kind;
   bool keyword = false;      // a Name that is a hard keyword
+  std::uint16_t brackets = 0;  // a String's open brackets around it (its f-string fields count on)
   std::uint32_t begin, end;  // byte offsets into the source
   Span span;
   std::uint64_t code = 0;    // pack(text) for operators and names
 };
+static_assert(sizeof(Token) == 40, "a token is read for every parser test: keep it five words");
 
 /// Where lexing starts: a whole module, or one f-string replacement field (inside brackets: no
 /// indentation, newlines are whitespace).
@@ -39,6 +48,7 @@ struct LexStart {
   std::uint32_t begin = 0, end = UINT32_MAX;
   std::uint32_t line = 1, line_start = 0;  // line of `begin`, offset where that line starts
   bool in_brackets = false;
+  std::uint32_t brackets = 0;  // brackets already open around `begin` (counted against the limit)
 };
 
 struct Lexed {

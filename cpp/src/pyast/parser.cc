@@ -1,5 +1,15 @@
 // Recursive descent over CPython 3.12's grammar (Grammar/python.gram), building the arena tree.
 // Errors are thrown internally as ParseFail and become the Parsed::error of `parse`.
+//
+// Input drives the recursion, so its depth is bounded (docs/pyast.md, "Limits"): the lexer
+// refuses more than 200 open brackets and 100 indentation levels, and every construct that can
+// nest without them (unary operators, `not`, `**`, lambda, the else of a conditional, elif,
+// f-strings) passes through a Nest guard, which refuses the source past kMaxDepth levels as
+// CPython's parser does past its own stack. Left-associative chains (a + b + ..., a.b.c, f()(),
+// x[0][0]) are built in loops and may be as long as the source: their trees are that deep, so
+// no walk over an expression tree may recurse.
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -26,10 +36,38 @@ std::uint16_t bin_op_code(std::string_view op) {
   return UINT16_MAX;
 }
 
+// How deep the guarded constructs may nest. CPython 3.11 accepts `~` * 2988 + `1` and refuses
+// 2989 (the stdlib has nothing within a factor of ten of it); here that is depth 2990. The stack
+// it takes stays under a megabyte in a release build (at most about three frames a level).
+constexpr int kMaxDepth = 3000;
+
+// The lowest address this thread's stack may reach while parsing, with a margin for what runs
+// after a refusal. A backstop behind kMaxDepth for builds whose frames are many times a release
+// build's (sanitizers, -O0) and for small thread stacks: there the source is refused as too
+// deep rather than overflowing the stack. Null where the stack's bounds are unknown.
+const char* stack_floor() {
+  thread_local const char* floor = [] {
+    const char* low = nullptr;
+#if defined(__linux__)
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* addr = nullptr;
+      std::size_t size = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0 && addr)
+        low = static_cast<const char*>(addr) + std::min<std::size_t>(size / 4, 256 * 1024);
+      pthread_attr_destroy(&attr);
+    }
+#endif
+    return low;
+  }();
+  return floor;
+}
+
 class Parser {
  public:
-  Parser(std::string_view src, std::vector<Token> toks, Tree& tree, std::vector<std::uint32_t>& line_starts)
-      : s_(src), t_(std::move(toks)), tree_(tree), line_starts_(line_starts) {}
+  Parser(std::string_view src, std::vector<Token> toks, Tree& tree, std::vector<std::uint32_t>& line_starts,
+         int depth = 0)
+      : s_(src), t_(std::move(toks)), tree_(tree), line_starts_(line_starts), depth_(depth), floor_(stack_floor()) {}
 
   void module() {
     const NodeId mod = tree_.add(Kind::Module, {1, 0, 1, 0});
@@ -79,12 +117,14 @@ class Parser {
     next();
     return true;
   }
-  [[noreturn]] void fail(const std::string& message) const { fail_at(message, tok()); }
-  [[noreturn]] void fail_at(const std::string& message, const Token& t) const {
-    throw ParseFail{{t.span.line, t.span.col, message}};
+  // Out of line, and taking the message as a view: a std::string built from a literal at each
+  // call site took stack in every recursive frame (ASan's redzones multiplied it).
+  [[noreturn, gnu::noinline]] void fail(std::string_view message) const { fail_at(message, tok()); }
+  [[noreturn, gnu::noinline]] void fail_at(std::string_view message, const Token& t) const {
+    throw ParseFail{{t.span.line, t.span.col, std::string(message)}};
   }
-  [[noreturn]] void fail_node(const std::string& message, NodeId n) const {
-    throw ParseFail{{tree_.node(n).span.line, tree_.node(n).span.col, message}};
+  [[noreturn, gnu::noinline]] void fail_node(std::string_view message, NodeId n) const {
+    throw ParseFail{{tree_.node(n).span.line, tree_.node(n).span.col, std::string(message)}};
   }
   [[noreturn]] void invalid() const {
     if (at(Tok::Indent)) fail("unexpected indent");
@@ -122,6 +162,28 @@ class Parser {
     return next();
   }
 
+  // ---- nesting ----
+  // One level of a construct that recurses; the source is refused past kMaxDepth levels.
+  // The count is checked before it is raised, so a refusal leaves it balanced for the callers
+  // that catch a ParseFail and try another reading (with, match).
+  class Nest {
+   public:
+    explicit Nest(Parser& p) : p_(p) {
+      if (p_.depth_ >= kMaxDepth || static_cast<const char*>(__builtin_frame_address(0)) < p_.floor_) p_.too_deep();
+      ++p_.depth_;
+    }
+    ~Nest() { --p_.depth_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    Parser& p_;
+  };
+  [[noreturn, gnu::noinline]] void too_deep() const {
+    // CPython's words, which it raises as a MemoryError.
+    fail("Parser stack overflowed - Python source too complex to parse");
+  }
+
   // ---- nodes ----
   NodeId start(Kind kind, const Token& first, std::uint16_t op = 0) {
     return tree_.add(kind, {first.span.line, first.span.col, first.span.line, first.span.col}, op);
@@ -146,6 +208,7 @@ class Parser {
 
   // ---- statements ----
   void statement(NodeId parent, Role role) {
+    const Nest nest(*this);  // blocks nest (at most 100 deep, by indentation)
     if (at(Tok::Indent)) fail("unexpected indent");
     if (at(Tok::Dedent)) invalid();
     if (compound(parent, role)) return;
@@ -270,6 +333,8 @@ class Parser {
 
   // Parameters of a def (annotations allowed) or a lambda (ending at ':').
   NodeId parameters(std::string_view end, bool annotations) {
+    // A lambda's defaults nest lambdas in its parameters (CPython refuses about 750 of those).
+    const Nest nest(*this);
     const NodeId args = start(Kind::arguments, tok());
     bool seen_default = false, seen_star = false, seen_slash = false, seen_kwargs = false, any = false;
     while (!is_op(end)) {
@@ -320,6 +385,9 @@ class Parser {
   }
 
   NodeId if_stmt() {
+    // An elif is an If nested in the orelse of the one before: a level each, so that a chain of
+    // them (which nests statements without indentation) is bounded, as CPython bounds it.
+    const Nest nest(*this);
     const NodeId n = start(Kind::If, next());  // 'if' or 'elif'
     add(n, named_expression(), Role::test);
     expect_op(":");
@@ -528,6 +596,7 @@ class Parser {
   }
 
   NodeId closed_pattern() {
+    const Nest nest(*this);  // patterns nest in brackets
     const Token& first = tok();
     if (accept_op("*")) {
       const NodeId s = start(Kind::MatchStar, first);
@@ -852,7 +921,14 @@ class Parser {
       return;
     }
     if (k == Kind::Starred) fail_node("starred assignment target must be in a list or tuple", t);
-    fail_node(std::string("cannot ") + verb + " " + describe(k), t);
+    fail_target(verb, t);
+  }
+
+  [[noreturn, gnu::noinline]] void fail_target(const char* verb, NodeId t) const {
+    fail_node(std::string("cannot ") + verb + " " + describe(kind(t)), t);
+  }
+  [[noreturn, gnu::noinline]] void fail_walrus(NodeId e) const {
+    fail_node(std::string("cannot use assignment expressions with ") + describe(kind(e)), e);
   }
 
   void check_aug_target(NodeId t) {
@@ -947,7 +1023,7 @@ class Parser {
       return finish(n);
     }
     const NodeId e = expression();
-    if (is_op(":=")) fail_node(std::string("cannot use assignment expressions with ") + describe(kind(e)), e);
+    if (is_op(":=")) fail_walrus(e);
     return e;
   }
 
@@ -981,6 +1057,7 @@ class Parser {
   }
 
   NodeId expression() {
+    const Nest nest(*this);  // lambda bodies and defaults, else branches, and every bracket
     if (is_kw("lambda")) return lambda();
     NodeId pre = kNoNode;
     if (starts_primary()) {
@@ -1032,6 +1109,7 @@ class Parser {
 
   NodeId inversion(NodeId pre = kNoNode) {
     if (pre == kNoNode && is_kw("not")) {
+      const Nest nest(*this);
       const NodeId n = start(Kind::UnaryOp, next(), 3);
       add(n, inversion(), Role::operand);
       return finish(n);
@@ -1103,6 +1181,7 @@ class Parser {
 
   NodeId factor(NodeId pre = kNoNode) {
     if (pre == kNoNode && (is_op("+") || is_op("-") || is_op("~"))) {
+      const Nest nest(*this);
       const Token& op = next();
       const std::uint16_t code = text(op) == "+" ? 0 : text(op) == "-" ? 1 : 2;
       const NodeId n = start(Kind::UnaryOp, op, code);
@@ -1122,6 +1201,7 @@ class Parser {
       base = primary();
     }
     if (!is_op("**")) return base;
+    const Nest nest(*this);  // right-associative: the right side recurses
     next();
     const NodeId n = start_at(Kind::BinOp, base, bin_op_code("**"));
     add(n, base, Role::left);
@@ -1445,20 +1525,22 @@ class Parser {
       const Prefix p = read_prefix(s_, t.begin);
       if (!p.fstring) continue;
       StringResult r = scan_string(s_, t.begin);
-      fstring_pieces(j, r.pieces);
+      fstring_pieces(j, r.pieces, t.brackets);
     }
     return finish(j);
   }
 
-  void fstring_pieces(NodeId parent, const std::vector<FPiece>& pieces) {
+  // `brackets`: those open around the pieces; a field's brace is one more (as in CPython 3.12).
+  // The recursion is into format specs, which nest at most twice (fstring.cc).
+  void fstring_pieces(NodeId parent, const std::vector<FPiece>& pieces, std::uint32_t brackets) {
     for (const FPiece& piece : pieces) {
       if (!piece.is_field) continue;  // literal text carries no facts
       const FField& f = piece.field;
       const NodeId fv = tree_.add(Kind::FormattedValue, position(f.begin), static_cast<std::uint16_t>(f.conversion));
-      add(fv, field_value(f), Role::value);
+      add(fv, field_value(f, brackets + 1), Role::value);
       if (f.has_spec) {
         const NodeId spec = tree_.add(Kind::JoinedStr, position(f.begin));
-        fstring_pieces(spec, f.spec);
+        fstring_pieces(spec, f.spec, brackets + 1);
         add(fv, spec, Role::format_spec);
       }
       add(parent, fv, Role::value);
@@ -1482,16 +1564,23 @@ class Parser {
     line_start = *it;
   }
 
-  NodeId field_value(const FField& f) {
+  // The field's expression, by a parser of its own that nests on from this one's depth.
+  NodeId field_value(const FField& f, std::uint32_t brackets) {
+    if (brackets > kMaxBrackets) {
+      const Span at = position(f.begin);
+      throw ParseFail{{at.line, at.col, "too many nested parentheses"}};
+    }
+    const Nest nest(*this);
     LexStart start;
     start.begin = f.expr_begin;
     start.end = f.expr_end;
     line_of(f.expr_begin, start.line, start.line_start);
     start.in_brackets = true;
+    start.brackets = brackets;
     Lexed lexed = tokenize(s_, start);
     if (lexed.error) throw ParseFail{*lexed.error};
     if (lexed.tokens.size() <= 1) throw ParseFail{{position(f.begin).line, position(f.begin).col, "f-string: valid expression required before '}'"}};
-    Parser inner(s_, std::move(lexed.tokens), tree_, line_starts_);
+    Parser inner(s_, std::move(lexed.tokens), tree_, line_starts_, depth_);
     return inner.field_expression();
   }
 
@@ -1503,6 +1592,8 @@ class Parser {
   std::pair<std::uint32_t, std::uint32_t> last_end_{1, 0};
   std::vector<bool> parens_;
   std::vector<NodeId> assign_parts_;  // the targets and value of the assignment being parsed
+  int depth_;                         // Nest levels open, this parser's and its outer ones'
+  const char* floor_;                 // stack_floor()
 };
 
 // PEP 263: an encoding cookie on line 1, or on line 2 after a comment or blank line 1.

@@ -1,4 +1,7 @@
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "tritium/pyast.h"
 
@@ -25,17 +28,17 @@ constexpr const char* kRoleNames[] = {
 static_assert(std::size(kKindNames) == static_cast<std::size_t>(Kind::MatchOr) + 1);
 static_assert(std::size(kRoleNames) == static_cast<std::size_t>(Role::asname) + 1);
 
-void dump_node(const Tree& tree, NodeId id, int depth, std::string& out) {
+// One node's line (dump() walks the tree). Appended piece by piece: no temporaries.
+void dump_node(const Tree& tree, NodeId id, std::size_t depth, std::string& out) {
   const Node& n = tree.node(id);
-  out.append(static_cast<std::size_t>(depth) * 2, ' ');
-  if (n.role != Role::none) out += std::string(role_name(n.role)) + ": ";
-  out += kind_name(n.kind);
-  out += " " + std::to_string(n.span.line) + ":" + std::to_string(n.span.col) + "-" + std::to_string(n.span.end_line) +
-         ":" + std::to_string(n.span.end_col);
-  if (!tree.text(id).empty()) out += " '" + std::string(tree.text(id)) + "'";
-  if (n.op) out += " op=" + std::to_string(n.op);
-  out += "\n";
-  for (NodeId c = n.first_child; c != kNoNode; c = tree.node(c).next_sibling) dump_node(tree, c, depth + 1, out);
+  out.append(depth * 2, ' ');
+  if (n.role != Role::none) out.append(role_name(n.role)).append(": ");
+  out.append(kind_name(n.kind)).append(" ");
+  out.append(std::to_string(n.span.line)).append(":").append(std::to_string(n.span.col)).append("-");
+  out.append(std::to_string(n.span.end_line)).append(":").append(std::to_string(n.span.end_col));
+  if (!tree.text(id).empty()) out.append(" '").append(tree.text(id)).append("'");
+  if (n.op) out.append(" op=").append(std::to_string(n.op));
+  out += '\n';
 }
 
 }  // namespace
@@ -70,25 +73,62 @@ void Tree::set_text(NodeId id, std::string_view text) {
 }
 
 std::string render(const Tree& tree, NodeId expr) {
-  if (expr == kNoNode) return "";
-  const Node& n = tree.node(expr);
-  switch (n.kind) {
-    case Kind::Name:
-      return std::string(tree.text(expr));
-    case Kind::Attribute:
-      return render(tree, tree.child(expr, Role::value)) + "." + std::string(tree.text(expr));
-    case Kind::Call:
-      return render(tree, tree.child(expr, Role::func)) + "()";
-    case Kind::Subscript:
-      return render(tree, tree.child(expr, Role::value)) + "[]";
-    default:
-      return std::string("<") + kind_name(n.kind) + ">";
+  // Down the chain to its root (a.b()[0]: Subscript, Call, Attribute, then the Name a), then
+  // back up: iterative, since a chain is as long as the source.
+  std::vector<NodeId> chain;
+  NodeId n = expr;
+  while (n != kNoNode) {
+    const Kind k = tree.node(n).kind;
+    if (k != Kind::Attribute && k != Kind::Call && k != Kind::Subscript) break;
+    chain.push_back(n);
+    n = tree.child(n, k == Kind::Call ? Role::func : Role::value);
   }
+  std::string out;
+  if (n != kNoNode) {
+    const Kind k = tree.node(n).kind;
+    out = k == Kind::Name ? std::string(tree.text(n)) : std::string("<") + kind_name(k) + ">";
+  }
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    switch (tree.node(*it).kind) {
+      case Kind::Attribute:
+        out += '.';
+        out += tree.text(*it);
+        break;
+      case Kind::Call:
+        out += "()";
+        break;
+      default:
+        out += "[]";
+        break;
+    }
+  }
+  return out;
 }
 
 std::string dump(const Tree& tree) {
   std::string out;
-  if (tree.root() != kNoNode) dump_node(tree, tree.root(), 0, out);
+  if (tree.root() == kNoNode) return out;
+  // Pre-order without recursion (deep trees come from long chains); `resume` holds the next
+  // sibling of each open ancestor, with its depth.
+  std::vector<std::pair<NodeId, std::size_t>> resume;
+  NodeId n = tree.root();
+  std::size_t depth = 0;
+  while (true) {
+    dump_node(tree, n, depth, out);
+    const Node& node = tree.node(n);
+    if (node.first_child != kNoNode) {
+      if (node.next_sibling != kNoNode) resume.emplace_back(node.next_sibling, depth);
+      n = node.first_child;
+      ++depth;
+    } else if (node.next_sibling != kNoNode) {
+      n = node.next_sibling;
+    } else if (!resume.empty()) {
+      std::tie(n, depth) = resume.back();
+      resume.pop_back();
+    } else {
+      break;
+    }
+  }
   return out;
 }
 

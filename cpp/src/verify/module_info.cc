@@ -220,20 +220,28 @@ const std::string* ModuleInfo::alias_of(NodeId name) const {
 }
 
 bool ModuleInfo::append_qualified(NodeId expr, std::string& out) const {
-  if (expr == kNoNode) return false;
-  const auto& n = tree.node(expr);
-  if (n.kind == Kind::Name) {
-    const std::string* alias = alias_of(expr);
-    out += alias ? std::string_view(*alias) : tree.text(expr);
-    return true;
+  // Not recursive: an a.b.c... chain is as long as the source. One walk down to the root Name
+  // measures the path; a second writes it from its end.
+  std::size_t size = 0;
+  NodeId n = expr;
+  while (n != kNoNode && tree.node(n).kind == Kind::Attribute) {
+    size += 1 + tree.text(n).size();
+    n = tree.child(n, Role::value);
   }
-  if (n.kind == Kind::Attribute) {
-    if (!append_qualified(tree.child(expr, Role::value), out)) return false;
-    out += '.';
-    out += tree.text(expr);
-    return true;
+  if (n == kNoNode || tree.node(n).kind != Kind::Name) return false;
+  const std::string* alias = alias_of(n);
+  const std::string_view root = alias ? std::string_view(*alias) : tree.text(n);
+  const std::size_t begin = out.size();
+  out.resize(begin + root.size() + size);
+  root.copy(out.data() + begin, root.size());
+  std::size_t end = out.size();
+  for (NodeId a = expr; a != n; a = tree.child(a, Role::value)) {
+    const std::string_view attr = tree.text(a);
+    end -= attr.size();
+    attr.copy(out.data() + end, attr.size());
+    out[--end] = '.';
   }
-  return false;
+  return true;
 }
 
 std::optional<std::string> ModuleInfo::qualify(NodeId expr) const {
