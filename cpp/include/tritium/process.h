@@ -1,5 +1,6 @@
 // Child processes in their own process group, killed as a whole: the engine's runners, the
-// model server a search starts.
+// model server a search starts. And a guard process that removes a directory once its owner is
+// gone, however the owner ended (docs/engine.md, "Lifetime").
 #pragma once
 
 #include <sys/types.h>
@@ -33,5 +34,26 @@ int try_reap(Child& child);
 
 /// "exit code 3", "signal 9 (Killed)".
 std::string describe_wait_status(int status);
+
+/// A process that removes a directory once its owner is gone. Forked by guard_directory(), it waits
+/// for the end of a pipe whose other end only the owner holds (close-on-exec), so it wakes when the
+/// owner ends however it ends: a return, a signal's default action, SIGKILL. It runs in its own
+/// session (a terminal's Ctrl-C and a kill of the owner's process group spare it), ignores SIGINT,
+/// SIGTERM and SIGHUP, and keeps `keep_fd` (the directory's lock) open until it has removed it.
+struct DirectoryGuard {
+  pid_t pid = -1;
+  int fd = -1;  // the owner's end of the pipe
+};
+
+/// Starts the guard of `dir`; an error when it cannot fork (the directory is then only removed by
+/// its owner, or by the next engine that finds its lock free).
+Result<DirectoryGuard> guard_directory(const std::string& dir, int keep_fd);
+
+/// Lets the guard remove its directory now and waits (at most `wait_s`) for it to finish.
+void release(DirectoryGuard& guard, double wait_s = 60);
+
+/// Removes `dir` and everything under it, again for a few seconds while something is still writing
+/// there (a worker killed a moment ago); whether it is gone.
+bool remove_tree(const std::string& dir);
 
 }  // namespace tritium::process

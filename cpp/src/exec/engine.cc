@@ -2,6 +2,8 @@
 // runner; trusted runners compute each task's reference outputs once (in parallel across tasks)
 // and, on a GPU, time it apart (torch.compile is seconds of CPU work that candidates need not
 // wait for: only their speedups do); verdicts are judged from files and cached. Layout of the work directory:
+//   lock             held by the live engine and its guard; a directory whose lock is free is
+//                    reclaimed by the next engine (work_dir.h)
 //   refs/<task>-<n>/ reference files (hidden from candidates by the sandbox; a byte budget,
 //                    disk_budget.h)
 //   jobs/<n>/        one candidate's private directory: its code, linked inputs, its outputs
@@ -34,6 +36,7 @@
 #include "runner.h"
 #include "tensor_file.h"
 #include "tritium/exec.h"
+#include "work_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -62,26 +65,6 @@ double physical_gb() {
 int default_jobs(bool gpu) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return gpu ? std::min(cores, 8) : cores;
-}
-
-Result<fs::path> make_work_dir(const std::string& requested) {
-  std::error_code ec;
-  fs::path dir;
-  if (!requested.empty()) {
-    dir = requested;
-    fs::create_directories(dir, ec);
-  } else {
-    std::string pattern = (fs::temp_directory_path() / "tritium-eval-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) ec = std::error_code(errno, std::generic_category());
-    dir = pattern;
-  }
-  if (ec) return Error{fmt::format("cannot create the work directory {}: {}", dir.string(), ec.message())};
-  fs::create_directories(dir / "refs", ec);
-  fs::create_directories(dir / "jobs", ec);
-  // Sandboxed candidates may run under another uid: they traverse these, but cannot list them.
-  for (const auto& d : {dir, dir / "jobs"}) chmod(d.c_str(), 0711);
-  chmod((dir / "refs").c_str(), 0700);
-  return dir;
 }
 
 // The first directory on the way to `dir` (itself included) that other users cannot pass through.
@@ -186,7 +169,7 @@ class WorkerPool {
 struct Engine::Impl {
   EngineOptions options;
   fs::path work;
-  bool own_work = false;
+  exec::WorkDir work_dir;  // the lock and the guard of `work`; removes it when it is ours
   std::uint64_t seed = 0;
   std::string device;       // resolved: "cpu" or "cuda"
   int gpus = 0;
@@ -221,10 +204,7 @@ struct Engine::Impl {
     timers.stop();
     slots.clear();
     trusted.clear();
-    if (own_work && !options.keep_files) {
-      std::error_code ec;
-      fs::remove_all(work, ec);
-    }
+    work_dir.close();  // nothing writes there any more
   }
 
   std::string slot_device(int slot) const {
@@ -516,10 +496,11 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     return Error{fmt::format("unknown --profile {}; use one of: {}", options.profile, fmt::join(exec::profile_names(), ", "))};
   if (options.trials < 5) return Error{fmt::format("--trials {} is too few; the protocol needs at least 5", options.trials)};
   auto impl = std::make_unique<Impl>();
-  auto work = make_work_dir(options.work_dir);
+  exec::reclaim_work_dirs(fs::temp_directory_path());  // left by engines killed outright
+  auto work = exec::WorkDir::create(options.work_dir, options.keep_files);
   if (!work) return work.error();
-  impl->work = *work;
-  impl->own_work = options.work_dir.empty();
+  impl->work = work->path();
+  impl->work_dir = std::move(*work);
   impl->references.emplace(impl->work / "refs", options.reference_cache_gb > 0
                                                      ? static_cast<std::uintmax_t>(options.reference_cache_gb * (1ull << 30))
                                                      : exec::default_reference_budget(impl->work));

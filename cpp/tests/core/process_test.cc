@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -73,6 +74,54 @@ TEST(DescribeWaitStatus, NamesSignals) {
   auto child = spawn({{"sh", "-c", "kill -SEGV $$"}, {}, -1, ""});
   ASSERT_TRUE(child);
   EXPECT_EQ(describe_wait_status(wait_exit(*child)).rfind("signal 11", 0), 0u);
+}
+
+bool gone_within(const std::filesystem::path& p, double seconds) {
+  for (int i = 0; i < seconds * 100; ++i) {
+    if (!std::filesystem::exists(p)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+std::filesystem::path filled_dir(const std::string& name) {
+  const std::filesystem::path dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::create_directories(dir / "a" / "b");
+  std::ofstream(dir / "a" / "b" / "file") << "data";
+  return dir;
+}
+
+TEST(DirectoryGuard, RemovesItsDirectoryWhenReleased) {
+  const auto dir = filled_dir("guarded_released");
+  auto guard = guard_directory(dir.string(), -1);
+  ASSERT_TRUE(guard) << guard.error().message;
+  EXPECT_TRUE(std::filesystem::exists(dir));  // nothing happens while the owner lives
+  release(*guard);
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  EXPECT_EQ(guard->pid, -1);
+}
+
+TEST(DirectoryGuard, RemovesItsDirectoryWhenItsOwnerIsKilled) {
+  const auto dir = filled_dir("guarded_killed");
+  const pid_t owner = fork();
+  if (owner == 0) {
+    if (!guard_directory(dir.string(), -1)) _exit(1);
+    pause();  // until SIGKILL
+    _exit(0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(std::filesystem::exists(dir));
+  kill(owner, SIGKILL);
+  waitpid(owner, nullptr, 0);
+  EXPECT_TRUE(gone_within(dir, 10));
+}
+
+TEST(RemoveTree, RemovesWhatWasMadeUnwritable) {
+  const auto dir = filled_dir("unwritable");
+  chmod((dir / "a" / "b").c_str(), 0);
+  chmod((dir / "a").c_str(), 0500);
+  EXPECT_TRUE(remove_tree(dir.string()));
+  EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
 }  // namespace

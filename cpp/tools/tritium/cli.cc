@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -145,6 +146,9 @@ int exec_python_module(const std::string& python, const std::string& module, con
   std::vector<char*> argv;
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
+  sigset_t none;  // Python takes the signals main.cc blocked for its stop thread
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &none, nullptr);
   execvp(interpreter.c_str(), argv.data());  // returns only on failure
   return fail(kEnvironment, fmt::format("cannot run {}: {}; set TRITIUM_PYTHON or --python", interpreter, std::strerror(errno)));
 }

@@ -28,6 +28,7 @@ enum ExitCode : int {
 struct Command {
   CLI::App* app;
   std::function<int()> run;
+  bool own_signals = false;  // it takes SIGTERM and SIGINT itself (serve drains); else main.cc's stop applies
 };
 using Commands = std::vector<Command>;
 

@@ -84,7 +84,7 @@ void add_serve_command(CLI::App& root, Commands& commands) {
       ->capture_default_str();
   app->add_option("--threads", o->serve.threads, "HTTP worker threads")->check(CLI::Range(9, 4096))->capture_default_str();
   add_engine_flags(app, o->engine);
-  commands.push_back({app, [o] { return run_serve(*o); }});
+  commands.push_back({app, [o] { return run_serve(*o); }, /*own_signals=*/true});
 }
 
 }  // namespace tritium::cli

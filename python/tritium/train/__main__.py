@@ -29,13 +29,29 @@ from .sft import SFTConfig, latest_checkpoint, train_sft
 
 STAGES = ("data", "sft", "rl", "eval")
 
+_CHILD_STOP_S = 60  # how long a stopped child may take to end its runners and remove its work directory
+
 
 def _cli(*args: str) -> str:
+    """Runs a `tritium` subcommand. Should this process die meanwhile (SIGTERM's default action, SIGKILL),
+    the child takes its death as SIGTERM (TRITIUM_PARENT_PID, docs/cli.md): it ends its runners and
+    removes its work directory. On KeyboardInterrupt it gets SIGTERM and is waited for."""
     tritium = shutil.which("tritium", path=os.path.dirname(sys.executable)) or shutil.which("tritium")
-    done = subprocess.run([tritium, *args], capture_output=True, text=True)
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"tritium {' '.join(args)}: {done.stderr.strip()}")
-    return done.stdout
+    env = {**os.environ, "TRITIUM_PARENT_PID": str(os.getpid())}
+    child = subprocess.Popen([tritium, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        stdout, stderr = child.communicate()
+    except BaseException:
+        child.terminate()
+        try:
+            child.wait(_CHILD_STOP_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        raise
+    if child.returncode not in (0, 1):
+        raise RuntimeError(f"tritium {' '.join(args)}: {stderr.strip()}")
+    return stdout
 
 
 def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
