@@ -105,6 +105,73 @@ def test_bad_json_is_a_400_that_says_where(server):
     assert status == 400 and "scheme" in doc["error"]
 
 
+def test_a_body_that_is_not_utf8_is_a_400_naming_the_byte(server):
+    status, _, doc = server.post("/v1/verify", None, raw=b'{"items": [{"code": "x = \xff"}]}')
+    assert status == 400 and "not valid UTF-8 (byte 25)" in doc["error"]
+    status, _, doc = server.post("/v1/verify", None, raw=b'{"items": [{"code": "\xed\xa0\x80"}]}')  # a surrogate
+    assert status == 400 and "UTF-8" in doc["error"]
+
+
+def test_a_number_out_of_range_is_a_400_without_a_library_code(server):
+    status, _, doc = server.post("/v1/evaluate", None, raw=b'{"items": [{"code": "x", "sample": 1e999999}]}')
+    assert status == 400 and "1e999999" in doc["error"] and "64-bit float" in doc["error"]
+    assert "json.exception" not in doc["error"]
+
+
+def test_deeply_nested_json_is_refused_not_fatal(server):
+    status, _, doc = server.post("/v1/verify", None, raw=b"[" * 100_000 + b"]" * 100_000)
+    assert status == 400 and "expected a JSON object" in doc["error"]
+    assert server.request("GET", "/healthz", token=None)[0] == 200
+
+
+WRONG_TYPES = [
+    ("/v1/verify", [1, 2], "the body: expected a JSON object"),
+    ("/v1/verify", {"items": {"code": "x"}}, "items: expected an array of items, got an object"),
+    ("/v1/verify", {"items": [{"code": 5}]}, "items[0].code: expected a string, got an integer"),
+    ("/v1/evaluate", {"items": ["x"]}, "items[0]: expected an object"),
+    ("/v1/evaluate", {"items": [{"code": "x", "task_id": ["a"]}]}, "items[0].task_id: expected a string, got an array"),
+    ("/v1/evaluate", {"items": [{"code": "x", "id": 3.5}]}, "items[0].id: expected a string, got a fractional number"),
+    ("/v1/reward", {"items": [{"code": "x"}, {"response": "y", "level": "1"}]}, "items[1].level: expected an integer"),
+    ("/v1/reward", {"items": [{"code": "x", "rerun": 1}]}, "items[0].rerun: expected true or false"),
+    ("/v1/reward", {"items": [{"code": "x", "group": {"a": 1}}]}, "items[0].group: expected a string or a number"),
+    ("/v1/reward", {"items": [{"code": "x", "token_offsets": "0-7"}]}, "items[0].token_offsets: expected [[begin, end]"),
+    ("/v1/reward", {"items": [{"code": "x", "token_offsets": [[5, 2]]}]}, "items[0].token_offsets[0]: expected [begin, end]"),
+    ("/v1/reward", {"items": [], "config": ["correct"]}, "config: expected an object of reward settings"),
+    ("/get_reward", [], "the body: expected a JSON object"),
+    ("/get_reward", {"query": "a prompt"}, "query: expected an array of strings, got a string"),
+    ("/get_reward", {"query": ["a", 1]}, "query[1]: expected a string, got an integer"),
+    ("/get_reward", {"query": ["a"], "prompts": "p"}, "prompts: expected an array of strings"),
+    ("/get_reward", {"query": ["a"], "prompts": ["p", "q"]}, "prompts: 2 entries for 1 queries; send one per query"),
+    ("/get_reward", {"query": ["a"], "labels": [5]}, "labels[0]: expected a string or null, got an integer"),
+    ("/get_reward", {"query": ["a"], "config": "correct"}, "config: expected an object"),
+]
+
+
+@pytest.mark.parametrize("path,body,message", WRONG_TYPES, ids=[m.split(":")[0] + " " + p for p, _, m in WRONG_TYPES])
+def test_a_wrong_type_is_a_400_that_names_the_field(server, path, body, message):
+    status, _, doc = server.post(path, body)
+    assert status == 400, doc
+    assert message in doc["error"] and "json.exception" not in doc["error"]
+
+
+def test_an_unknown_task_id_is_an_error_verdict_at_every_route(server):
+    item = {"code": RELU, "task_id": "level1/no_such_task"}
+    status, _, doc = server.post("/v1/verify", {"items": [item, {"code": RELU, "task_id": "level1/01_relu"}]})
+    assert status == 200
+    unknown, known = doc["verdicts"]
+    assert unknown["status"] == "error" and 'unknown task_id "level1/no_such_task"' in unknown["message"]
+    assert known["status"] == "valid"
+    status, _, doc = server.post("/v1/reward", {"items": [item]})
+    assert status == 200 and doc["verdicts"][0]["status"] == "error" and doc["rewards"][0]["reward"]["scalar"] == 0
+    # OpenRLHF: a label that is neither a task id of --tasks nor a task's source is that sample's error,
+    # even when its prompt carries a task.
+    task = (EXAMPLE_TASKS / "level1" / "01_relu.py").read_text()
+    prompt = f"Rewrite:\n```python\n{task}```\n"
+    status, _, doc = server.post("/get_reward", {"query": [prompt + "```python\n" + RELU + "```"] * 2,
+                                                 "prompts": [prompt] * 2, "labels": ["level1/no_such_task", ""]})
+    assert status == 200 and doc["rewards"] == pytest.approx([0.0, 1.1])
+
+
 def test_oversized_bodies_and_batches_are_refused(server):
     status, _, _ = server.request("POST", "/v1/verify", raw=b'{"items": ["' + b"x" * 700_000 + b'"]}')
     assert status == 413

@@ -3,7 +3,9 @@
 // Routes: POST /v1/verify, /v1/evaluate, /v1/reward, OpenRLHF's POST /get_reward, GET /healthz,
 // GET /metrics (Prometheus text). Requests carry DESIGN.md's batch items; a bad item gets an
 // "error" verdict in its place and the rest go on. Overload is refused early (429), never queued
-// without bound; a drain (SIGTERM) finishes the work in flight and refuses new work (503).
+// without bound; a drain (SIGTERM) finishes the work in flight and refuses new work (503). A request
+// holds a thread only once it has arrived whole: slow and idle clients cost a descriptor, and
+// /healthz is answered whatever the load.
 #pragma once
 
 #include <cstddef>
@@ -28,10 +30,14 @@ struct ServeOptions {
   std::size_t max_pending = 4096;      // items evaluating at once, over all requests, before 429
   double request_timeout_s = 1800;     // an evaluating request answers 504 after this
   double drain_timeout_s = 600;        // a drain waits this long for the work in flight
-  int threads = 64;                    // HTTP worker threads (a keep-alive connection holds one)
+  int threads = 64;                    // worker threads answering requests that arrived whole
+  double read_timeout_s = 30;          // a request's header and body must arrive within this of its first byte (else 408)
+  double keep_alive_timeout_s = 30;    // an idle connection is closed after this
+  std::size_t max_client_connections = 128;  // open connections per client address; more are refused with 429
 };
 
-/// A running server. create() starts the engine and binds; run() serves until drain() ends it.
+/// A running server. create() binds (without SO_REUSEPORT: a busy port is an error) and starts the
+/// engine; run() serves until drain() ends it.
 class Server {
  public:
   static Result<std::unique_ptr<Server>> create(ServeOptions options);

@@ -15,14 +15,21 @@ struct ApiError {
   std::string message;
 };
 
+/// The body of a POST as JSON; throws ApiError 400 saying what is wrong and where (bad UTF-8, bad
+/// syntax, a number out of range), in words, not a JSON library's error code.
+Json parse_body(const std::string& text);
+
 class Api {
  public:
   /// `record` sees every verdict returned (for /metrics).
   Api(Suite tasks, Engine& engine, Json reward_defaults, std::size_t max_items,
       std::function<void(const Verdict&)> record);
 
-  /// Items a body asks to evaluate (0 for /v1/verify); throws ApiError on a malformed body.
-  std::size_t work_items(const std::string& route, const Json& body) const;
+  /// Checks a body's shape and every field's type before any work, and returns the items it asks to
+  /// evaluate (0 for /v1/verify). Throws ApiError: 400 naming the field, what it must be and what
+  /// came, or 413. A well-typed item that cannot be judged (no code, an unknown task) is not refused
+  /// here: it gets an "error" verdict in its place.
+  std::size_t check(const std::string& route, const Json& body) const;
 
   Json verify(const Json& body) const;    // {"verdicts": [{status, findings}]}
   Json evaluate(const Json& body);        // {"verdicts": [...]}

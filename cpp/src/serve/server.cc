@@ -1,5 +1,6 @@
-// The HTTP server (docs/serve.md): cpp-httplib's thread pool, with admission control, bearer
-// auth, per-request timeouts, Prometheus metrics and a graceful drain around the routes in api.cc.
+// The HTTP server (docs/serve.md): the front (front.h) reads requests whole, cpp-httplib parses and
+// routes them; around the routes of api.cc, admission control, bearer auth, per-request timeouts,
+// Prometheus metrics and a graceful drain.
 #include <httplib.h>
 
 #include <atomic>
@@ -7,11 +8,13 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "api.h"
+#include "front.h"
 #include "stats.h"
 #include "tritium/serve.h"
 
@@ -25,10 +28,19 @@ thread_local Clock::time_point request_start;  // a request is read, handled and
 
 void answer(httplib::Response& res, int status, const Json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  // Text cut by a verifier snippet may end inside a UTF-8 sequence: never a reason to fail the answer.
+  res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
 }
 
 void refuse(httplib::Response& res, int status, const std::string& message) { answer(res, status, {{"error", message}}); }
+
+// The routes' server, fed by the front: cpp-httplib's parsing and dispatch without its accept loop.
+class Http : public httplib::Server {
+ public:
+  bool answer(httplib::Stream& stream, bool close, bool& closed) { return process_request(stream, close, closed, nullptr); }
+};
+
+const std::set<std::string> kRoutes = {"/v1/verify", "/v1/evaluate", "/v1/reward", "/get_reward", "/healthz", "/metrics"};
 
 }  // namespace
 
@@ -37,7 +49,8 @@ struct Server::Impl {
   std::unique_ptr<Engine> engine;
   std::optional<serve::Api> api;
   serve::Stats stats;
-  httplib::Server http;
+  Http http;
+  std::unique_ptr<serve::Front> front;
   int port = 0;
   fs::path temp_dir;  // holds the default cache; removed with the server
 
@@ -90,14 +103,10 @@ struct Server::Impl {
   void handle(const std::string& route, const httplib::Request& req, httplib::Response& res,
               const std::function<Json(serve::Api&, const Json&)>& call) {
     Json body;
-    try {
-      body = Json::parse(req.body);
-    } catch (const Json::parse_error& e) {
-      return refuse(res, 400, fmt::format("bad JSON: {}", e.what()));
-    }
     std::size_t items = 0;
     try {
-      items = api->work_items(route, body);
+      body = serve::parse_body(req.body);
+      items = api->check(route, body);
     } catch (const serve::ApiError& e) {
       return refuse(res, e.status, e.message);
     }
@@ -152,11 +161,10 @@ struct Server::Impl {
   }
 
   void install() {
-    http.new_task_queue = [n = options.threads] { return new httplib::ThreadPool(static_cast<std::size_t>(n)); };
     http.set_payload_max_length(options.max_body_bytes);
-    http.set_read_timeout(60, 0);
+    // Only what the Keep-Alive header of an answer says; the front enforces both.
     http.set_keep_alive_max_count(1000);
-    http.set_tcp_nodelay(true);  // headers and body go out in two writes: no 40 ms Nagle stall
+    http.set_keep_alive_timeout(static_cast<time_t>(std::max(1.0, options.keep_alive_timeout_s)));
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       request_start = Clock::now();
       if (authorised(req)) return httplib::Server::HandlerResponse::Unhandled;
@@ -164,12 +172,29 @@ struct Server::Impl {
       refuse(res, 401, "missing or wrong bearer token (Authorization: Bearer TOKEN)");
       return httplib::Server::HandlerResponse::Handled;
     });
-    http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-      if (res.body.empty()) refuse(res, res.status, res.status == 413 ? "request body too large" : fmt::format("HTTP {}", res.status));
+    http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      if (res.status == 404)
+        refuse(res, 404, fmt::format("no route {} {} (docs/serve.md lists them)", req.method, req.path.substr(0, 200)));
+      else
+        refuse(res, res.status, res.status == 400   ? "malformed HTTP request line or header"
+                                : res.status == 413 ? "request body too large"
+                                : res.status == 414 ? "request target too long"
+                                                    : fmt::format("HTTP {}", res.status));
+    });
+    http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+      std::string what = "unknown";
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      refuse(res, 500, fmt::format("internal error: {}; please report it", what));
     });
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       const double seconds = std::chrono::duration<double>(Clock::now() - request_start).count();
-      stats.request(req.path, res.status, seconds);
+      stats.request(kRoutes.count(req.path) ? req.path : "other", res.status, seconds);  // bounded label set
     });
     http.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) { answer(res, 200, health()); });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -190,6 +215,22 @@ Server::~Server() = default;
 
 Result<std::unique_ptr<Server>> Server::create(ServeOptions options) {
   auto impl = std::make_unique<Impl>();
+  Impl* self = impl.get();
+  // Bind before the engine starts: a busy port fails in milliseconds, not after the runners start.
+  serve::FrontOptions front;
+  front.read_timeout_s = options.read_timeout_s;
+  front.keep_alive_timeout_s = options.keep_alive_timeout_s;
+  front.max_client_connections = options.max_client_connections;
+  front.max_body_bytes = options.max_body_bytes;
+  front.threads = options.threads;
+  front.fast_paths = {"/healthz"};
+  auto listening = serve::Front::listen(
+      options.host, options.port, std::move(front),
+      [self](httplib::Stream& stream, bool close, bool& closed) { return self->http.answer(stream, close, closed); },
+      [self](const std::string& path, int status) { self->stats.request(kRoutes.count(path) ? path : "other", status, 0); });
+  if (!listening) return listening.error();
+  impl->front = std::move(*listening);
+  impl->port = impl->front->port();
   Suite tasks;
   if (!options.tasks.empty()) {
     auto suite = load_suite(options.tasks);
@@ -207,21 +248,15 @@ Result<std::unique_ptr<Server>> Server::create(ServeOptions options) {
   if (!engine) return engine.error();
   impl->engine = std::move(*engine);
   impl->options = std::move(options);
-  Impl* self = impl.get();
   impl->api.emplace(std::move(tasks), *impl->engine, impl->options.reward, impl->options.max_items,
                     [self](const Verdict& v) { self->stats.verdict(v.status, v.cache_hit); });
   impl->install();
-  const auto& o = impl->options;
-  impl->port = o.port == 0 ? impl->http.bind_to_any_port(o.host) : (impl->http.bind_to_port(o.host, o.port) ? o.port : -1);
-  if (impl->port < 0)
-    return Error{fmt::format("cannot listen on {}:{} (in use, or not an address of this machine); pick another --port",
-                             o.host, o.port)};
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
 int Server::port() const { return impl_->port; }
 
-void Server::run() { impl_->http.listen_after_bind(); }
+void Server::run() { impl_->front->run(); }
 
 void Server::drain() {
   {
@@ -230,7 +265,7 @@ void Server::drain() {
     impl_->idle.wait_for(lock, std::chrono::duration<double>(impl_->options.drain_timeout_s),
                          [&] { return impl_->busy == 0 && impl_->pending_items == 0; });
   }
-  impl_->http.stop();
+  impl_->front->stop();
 }
 
 }  // namespace tritium

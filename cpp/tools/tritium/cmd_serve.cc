@@ -82,9 +82,22 @@ void add_serve_command(CLI::App& root, Commands& commands) {
       ->capture_default_str();
   app->add_option("--drain-timeout", o->serve.drain_timeout_s, "Seconds a drain waits for the work in flight")
       ->capture_default_str();
-  app->add_option("--threads", o->serve.threads, "HTTP worker threads")->check(CLI::Range(9, 4096))->capture_default_str();
+  app->add_option("--threads", o->serve.threads, "Worker threads answering requests that arrived whole")
+      ->check(CLI::Range(9, 4096))
+      ->capture_default_str();
+  app->add_option("--read-timeout", o->serve.read_timeout_s,
+                  "Seconds a request's header and body may take to arrive, from its first byte (else 408)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--keep-alive-timeout", o->serve.keep_alive_timeout_s, "Seconds an idle connection stays open")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--max-client-connections", o->serve.max_client_connections,
+                  "Open connections per client address; more are refused with 429")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   add_engine_flags(app, o->engine);
-  commands.push_back({app, [o] { return run_serve(*o); }, /*own_signals=*/true});
+  commands.push_back({app, [o] { return run_serve(*o); }});
 }
 
 }  // namespace tritium::cli
