@@ -97,7 +97,7 @@ void add_serve_command(CLI::App& root, Commands& commands) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   add_engine_flags(app, o->engine);
-  commands.push_back({app, [o] { return run_serve(*o); }});
+  commands.push_back({app, [o] { return run_serve(*o); }, /*own_signals=*/true});
 }
 
 }  // namespace tritium::cli
