@@ -47,6 +47,16 @@ class Outcome {
     }
     v_.findings.push_back({std::move(rule), "error", line, 0, std::move(message)});
   }
+  // The engine could not judge the candidate (status error: nobody's fault, not cached), unless a
+  // check has already failed it.
+  void cannot_judge(std::string rule, std::string message, std::uint32_t line = 0) {
+    if (!seen_.insert(rule).second) return;
+    if (v_.status == "correct") {
+      v_.status = "error";
+      v_.message = message;
+    }
+    v_.findings.push_back({std::move(rule), "error", line, 0, std::move(message)});
+  }
   Verdict& verdict() { return v_; }
 
  private:
@@ -84,11 +94,16 @@ void observe(const Json& trials, Outcome& out) {
 void worker_failure(const Json& body, Outcome& out) {
   const std::string stage = body.value("stage", std::string("runner"));
   std::string message = body.value("error", std::string("failed without a message"));
-  if (body.value("interpreter_limit", false)) {
-    out.verdict().interpreter_limit = true;
-    message += " (a known limit of Triton's CPU interpreter, not necessarily the kernel's fault: evaluate on a GPU)";
-  }
   const std::uint32_t line = body.value("line", 0u);
+  if (body.value("interpreter_limit", false)) {
+    // The worker recognised the failure as a known limit of Triton's interpreter (candidate.py's
+    // interpreter_limit): the kernel may well be right, and only a GPU can tell.
+    out.verdict().interpreter_limit = true;
+    return out.cannot_judge("eval.interpreter_limit",
+                            message + " (a known limit of Triton's CPU interpreter, not the candidate's fault: "
+                                      "the engine cannot judge it here; evaluate on a GPU)",
+                            line);
+  }
   if (stage == "load" && message.rfind("does not parse", 0) == 0) return out.fail("invalid_syntax", "syntax.parse", message, line);
   for (const auto& s : kStages)
     if (s.stage == stage) {

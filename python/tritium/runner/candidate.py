@@ -21,7 +21,6 @@ from .tensorfile import load_inputs, read_tensors, write_tensors
 from .timing import GpuLock
 
 CPU_SHAPED_CALLS = 8  # on the CPU nothing is timed, but the calls a timing loop makes are checked
-INTERPRETER_LIMITS = ("only 0-dimensional arrays can be converted to Python scalars",)
 # What a candidate needs after waiting for exclusive use of the GPU: its timed calls, the
 # profiler's set-up for the coverage (up to 3.9 s in a fresh process on the H200) and its outputs.
 # A timer stops waiting for a neighbour that hangs on to the GPU this long before the candidate's
@@ -36,12 +35,83 @@ class Failure(Exception):
 
 
 def _classify(exc: BaseException, filename: str, what: str) -> Failure:
-    """compile_error for Triton's compiler, runtime_error otherwise; interpreter limits marked."""
+    """compile_error for Triton's compiler, runtime_error otherwise; interpreter limits marked
+    (the engine then cannot judge the candidate on this machine: status error, nobody's fault)."""
     text = f"{type(exc).__name__}: {exc}"
     names = {cls.__name__ for cls in type(exc).__mro__}
     stage = "compile" if names & {"CompilationError", "CompileTimeAssertionFailure"} else "runtime"
-    limit = any(marker in text for marker in INTERPRETER_LIMITS)
-    return Failure(stage, f"{what}: {text[:2000]}", source_line(exc, filename), interpreter_limit=limit)
+    limit = interpreter_limit(exc)
+    message = f"{what}: {text[:2000]}" + (f" [{limit}]" if limit else "")
+    return Failure(stage, message, source_line(exc, filename), interpreter_limit=limit is not None)
+
+
+def interpreter_limit(exc: BaseException) -> str | None:
+    """The known limit of Triton's CPU interpreter (TRITON_INTERPRET=1) that made `exc`, or None.
+
+    Each is recognised by where Triton raised it and why, never by the message alone: a kernel
+    that is wrong raises the same messages (`arange's arguments must be of type tl.constexpr` for
+    tl.arange(0, n) over a runtime n) and must keep its runtime_error.
+    - No driver: Triton asked for a GPU driver (its autotuner benchmarks each config on one) and
+      raised from triton/runtime/driver.py; the CPU has none.
+    - A constexpr the interpreter misreads: it takes a parameter as constexpr only when the
+      annotation's text is `tl.constexpr` or `constexpr`, so `tl_alias.constexpr`,
+      `language.constexpr` or `triton.language.constexpr` (tl.constexpr all the same) arrive as
+      runtime tensors, and whatever needs a constexpr fails. Compiled on a GPU, they are constexprs.
+    """
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return None
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    if not frames:
+        return None
+    last = frames[-1].f_code
+    if (isinstance(exc, RuntimeError) and "active drivers" in str(exc) and last.co_name == "_create_driver"
+            and _in_triton(last.co_filename, "runtime", "driver.py")):
+        return ("interpreter limit: Triton asked for a GPU driver (its autotuner benchmarks the configs on one) "
+                "and the CPU has none")
+    for frame in frames:
+        code = frame.f_code
+        if code.co_name != "__call__" or not _in_triton(code.co_filename, "runtime", "interpreter.py"):
+            continue
+        executor = frame.f_locals.get("self")
+        if type(executor).__name__ != "GridExecutor":
+            continue
+        misread = _misread_constexprs(executor)
+        if misread:
+            return ("interpreter limit: Triton's interpreter reads a parameter as constexpr only when annotated "
+                    f"`tl.constexpr` or `constexpr`, and took {', '.join(misread)} for runtime values")
+    return None
+
+
+def _in_triton(filename: str, *parts: str) -> bool:
+    return filename.replace(os.sep, "/").endswith("/triton/" + "/".join(parts))
+
+
+def _misread_constexprs(executor) -> list[str]:
+    """The kernel's parameters annotated with a spelling of tl.constexpr that the interpreter did
+    not take for one (its rewritten function keeps each annotation as the source text)."""
+    import triton.language as tl
+
+    fn = getattr(executor, "fn", None)
+    annotations = getattr(fn, "__annotations__", None) or {}
+    known = set(getattr(executor, "constexprs", ()))
+    misread = []
+    for name in getattr(executor, "arg_names", ()):
+        text = annotations.get(name)
+        if name in known or not isinstance(text, str):
+            continue
+        parts = text.strip().split(".")
+        if not all(p.isidentifier() for p in parts):
+            continue
+        value = getattr(fn, "__globals__", {}).get(parts[0])
+        for part in parts[1:]:
+            value = getattr(value, part, None)
+        if value is tl.constexpr:
+            misread.append(f"`{name}: {text.strip()}`")
+    return misread
 
 
 def _poison_free_memory(device: str, nbytes: int) -> None:
