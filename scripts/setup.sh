@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 BUILD_DIR=${BUILD_DIR:-build/py}
 APT_PACKAGES=(g++ make nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev
-  libssl-dev libsqlite3-dev libcpp-httplib-dev)
+  libssl-dev libsqlite3-dev libcpp-httplib-dev libseccomp2 util-linux)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

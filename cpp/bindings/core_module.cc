@@ -164,6 +164,7 @@ class PyEngine {
     o.work_dir = j.value("work_dir", o.work_dir);
     o.memory_gb = j.value("memory_gb", o.memory_gb);
     o.reference_cache_gb = j.value("reference_cache_gb", o.reference_cache_gb);
+    o.unsafe_sandbox = j.value("unsafe_sandbox", o.unsafe_sandbox);
     auto engine = tritium::Engine::create(o);
     if (!engine) throw std::runtime_error(engine.error().message);
     engine_ = std::move(*engine);

@@ -68,7 +68,8 @@ def test_a_correct_verdict_carries_errors_launches_and_no_cpu_timing(cheat_verdi
 def test_the_sandbox_isolates_the_candidate(cheat_verdicts):
     sandbox = cheat_verdicts["honest_relu.py"]["sandbox"]
     assert sandbox["network"] == "isolated" and sandbox["pid_namespace"]
-    assert any(path.endswith("refs") for path in sandbox["hidden"])
+    assert sandbox["root"] == "private" and sandbox["seccomp"] == "on" and "no capabilities" in sandbox["user"]
+    assert "unsafe" not in sandbox and not cheat_verdicts["honest_relu.py"]["unsafe"]
     assert sandbox["cpu_share"] in ("own autogroup", "per process (autogroups off)")
     assert {"cpu", "nofile", "fsize", "nproc"} <= set(sandbox["rlimits"])
 
@@ -213,3 +214,13 @@ def test_a_runner_without_triton_is_refused_at_creation(tmp_path):
     python.chmod(0o755)
     with pytest.raises(RuntimeError, match="cannot import triton"):
         tritium.Engine(device="cpu", python=str(python))
+
+
+def test_a_task_too_large_for_the_device_is_an_error_naming_what_it_needs():
+    oversized = RUNTIME / "tasks" / "oversized_relu.py"
+    engine = tritium.Engine(device="cpu", jobs=1, static_check=False)
+    big, small = engine.evaluate([item("honest_relu.py", oversized, id="big"), item("honest_relu.py", TINY_RELU)])
+    assert big["status"] == "error", big["message"]
+    assert big["task_id"] == "oversized_relu" and "reference failed (memory)" in big["message"], big
+    assert "one trial needs 8192.0 GiB" in big["message"], big["message"]
+    assert small["status"] == "correct", small["message"]

@@ -40,6 +40,7 @@ def test_example_solutions_are_correct_and_timed(engine):
         assert v["runtime_ms"] > 0 and v["ref_eager_ms"] > 0 and v["speedup_eager"] > 0
         assert v["runtime_stats"]["n"] >= 20 and 0 < v["coverage"] <= 1
         assert v["device"] == "cuda"
+        assert v["sandbox"]["root"] == "private" and v["sandbox"]["seccomp"] == "on", v["sandbox"]
 
 
 def test_runtime_fixtures_get_their_statuses_on_the_gpu(engine):

@@ -187,6 +187,19 @@ def test_verify_answers_each_item_in_order(server):
     assert statuses == ["valid", "invalid_syntax", "error"]
 
 
+def test_deeply_nested_code_is_a_syntax_verdict_and_the_server_stays_up(server):
+    # 200 KB each: the forms that overflowed the parser's stack and killed the server (issue 23).
+    nested = ["x = " + "(" * 100_000 + "1" + ")" * 100_000, "x = " + "~" * 200_000 + "1",
+              "x = " + "not " * 50_000 + "y", "x = " + "2 ** " * 50_000 + "2"]
+    for code in nested:  # one a request: the server takes bodies up to 0.5 MB here
+        status, _, doc = server.post("/v1/verify", {"items": [{"code": code}]})
+        assert status == 200
+        [verdict] = doc["verdicts"]
+        assert verdict["status"] == "invalid_syntax" and verdict["findings"][0]["rule"] == "syntax.parse"
+    status, _, text = server.request("GET", "/healthz", token=None)
+    assert status == 200 and json.loads(text)["status"] == "ok"
+
+
 def test_evaluate_keeps_bad_items_as_error_verdicts(server):
     status, _, doc = server.post("/v1/evaluate", {"items": [
         {"code": RELU, "task_id": "level1/01_relu"}, {"code": RELU, "task_id": "no/such_task"}]})

@@ -123,7 +123,8 @@ class Engine:
     Create once and call evaluate() many times: runners stay warm and each task's reference is
     computed once. Options are EngineOptions' (docs/engine.md): device ("auto", "cpu", "cuda",
     "cuda:N"), profile, trials, jobs, timeout_s, seed, static_check, timing, cache, work_dir,
-    memory_gb, reference_cache_gb, python (default: this interpreter). Raises RuntimeError when no runner can start.
+    memory_gb, reference_cache_gb, unsafe_sandbox, python (default: this interpreter). Raises RuntimeError
+    when no runner can start, or when the sandbox cannot be established and unsafe_sandbox is not set.
     """
 
     def __init__(self, **options):
@@ -147,5 +148,5 @@ class Engine:
 
 _ENGINE_OPTIONS = {
     "python", "device", "profile", "trials", "jobs", "timeout_s", "seed", "static_check", "timing", "cache",
-    "work_dir", "memory_gb", "reference_cache_gb",
+    "work_dir", "memory_gb", "reference_cache_gb", "unsafe_sandbox",
 }

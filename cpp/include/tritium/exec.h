@@ -116,6 +116,8 @@ struct EngineOptions {
   double reference_cache_gb = 0;  // disk for the reference files of tasks no candidate is using at
                                   // the moment (least recently used go first); 0 = half the free space
   bool keep_files = false;        // keep each candidate's directory (debugging)
+  bool unsafe_sandbox = false;    // run candidates even where the sandbox cannot be established
+                                  // (Engine::create refuses otherwise); every verdict says `unsafe`
 };
 
 /// One candidate to evaluate against one task.
@@ -147,6 +149,7 @@ struct Verdict {
   std::string device, profile;
   int trials = 0;
   bool interpreter_limit = false;  // failed on a known limit of Triton's CPU interpreter
+  bool unsafe = false;             // judged by an engine whose sandbox could not be established
   std::string stderr_tail;
   bool cache_hit = false;
   double eval_ms = 0;

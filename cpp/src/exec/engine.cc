@@ -175,6 +175,7 @@ struct Engine::Impl {
   int gpus = 0;
   Json hello = Json::object(), device_info = Json::object();
   fs::path lock_dir;
+  Json sandbox_report;  // what the start-up probe's sandbox applied (Engine::info)
   std::vector<std::string> gpu_ids;  // each visible GPU's UUID, by index
   std::optional<exec::VerdictCache> cache;
 
@@ -240,6 +241,7 @@ struct Engine::Impl {
                             {"trials", options.trials},
                             {"static_check", options.static_check},
                             {"timing", options.timing},
+                            {"unsafe_sandbox", options.unsafe_sandbox},
                             {"versions", versions()}});
   }
 
@@ -354,18 +356,51 @@ struct Engine::Impl {
     return job;
   }
 
+  // What the candidate's sandbox hides (the work directory with every reference and slot, the
+  // verdict cache) and shows read-only beyond the system and the runtime (the GPU locks).
+  Json sandbox_spec(const fs::path& dir, int uid) const {
+    Json spec = {{"dir", dir.string()},
+                 {"hide", Json::array({work.string()})},
+                 {"read_only", Json::array()},
+                 {"uid", uid},
+                 {"unsafe", options.unsafe_sandbox}};
+    if (cache) spec["hide"].push_back(cache->file().parent_path().string());
+    if (!lock_dir.empty()) spec["read_only"].push_back(lock_dir.string());
+    return spec;
+  }
+
+  // A worker of the trusted runner enters a candidate's sandbox and reports what it applied: an
+  // engine whose candidates could not be isolated refuses to start unless told to mark verdicts.
+  std::optional<Error> probe_sandbox() {
+    const fs::path dir = work / "jobs" / "probe";
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    const bool root = geteuid() == 0;
+    const exec::Reply reply = trusted[0]->call(
+        {{"op", "sandbox_probe"}, {"device", device}, {"sandbox", sandbox_spec(dir, root ? kSandboxUidBase : 0)}}, 60);
+    fs::remove_all(dir, ec);
+    if (reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false)) {
+      sandbox_report = reply.body.value("sandbox", Json());
+      return std::nullopt;
+    }
+    const std::string why = reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string("no answer"))
+                                                                : reply.detail;
+    return Error{fmt::format("candidates cannot be isolated here ({}); run as root, or where unprivileged user "
+                             "namespaces are allowed (sysctl user.max_user_namespaces > 0, "
+                             "kernel.apparmor_restrict_unprivileged_userns=0), or pass --unsafe-sandbox "
+                             "(Engine(unsafe_sandbox=True)) to run them anyway with every verdict marked unsafe",
+                             why)};
+  }
+
   Json evaluate_request(int slot, const exec::Reference& ref, const fs::path& job) const {
     Json trials = Json::array();
     for (const auto& t : ref.body.value("trials", Json::array()))
       trials.push_back({{"index", t.value("index", 0)}, {"mode", t.value("mode", "eval")}, {"output_bytes", output_bytes(t)}});
     const std::string dev = slot_device(slot);
     const bool root = geteuid() == 0;
-    Json sandbox = {{"dir", job.string()},
-                    {"hide", Json::array({(work / "refs").string()})},
-                    {"uid", root ? kSandboxUidBase + slot : 0},
-                    {"cpu_s", static_cast<int>(options.timeout_s * 2 + 30)},
-                    {"memory_bytes", static_cast<long long>(options.memory_gb * (1ll << 30))}};
-    if (cache) sandbox["hide"].push_back(cache->file().parent_path().string());
+    Json sandbox = sandbox_spec(job, root ? kSandboxUidBase + slot : 0);
+    sandbox["cpu_s"] = static_cast<int>(options.timeout_s * 2 + 30);
+    sandbox["memory_bytes"] = static_cast<long long>(options.memory_gb * (1ll << 30));
     return {{"op", "evaluate"},
             {"filename", (job / "candidate.py").string()},
             {"device", dev},
@@ -448,6 +483,7 @@ struct Engine::Impl {
     v.device = device;
     v.profile = options.profile;
     v.meta = item.meta;
+    v.unsafe = options.unsafe_sandbox;
     const std::string& code = prepared.code;
     if (code.empty()) {
       v.status = "invalid_syntax";
@@ -561,6 +597,7 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   }
   if (options.memory_gb <= 0) options.memory_gb = std::max(1.0, physical_gb() * 0.6 / options.jobs);
   impl->options = std::move(options);
+  if (auto refused = impl->probe_sandbox()) return *refused;
   impl->candidates.start(impl->options.jobs);
   // Half the trusted runners at most time references, so outputs that candidates wait for still find one.
   if (impl->timed()) impl->timers.start(std::max(1, references / 2));
@@ -650,6 +687,8 @@ Json Engine::info() const {
           {"reference_bytes", impl_->references->bytes()},  // on disk now
           {"disk_waits", impl_->disk->waits()},                 // jobs that waited for room on disk
           {"cache", o.cache.empty() ? Json(nullptr) : Json(o.cache)},
+          {"sandbox", impl_->sandbox_report},
+          {"unsafe_sandbox", o.unsafe_sandbox},
           {"versions", impl_->versions()}};
 }
 

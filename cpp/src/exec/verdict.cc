@@ -41,6 +41,7 @@ Json to_json(const Verdict& v) {
           {"profile", v.profile},
           {"trials", v.trials},
           {"interpreter_limit", v.interpreter_limit},
+          {"unsafe", v.unsafe},
           {"stderr_tail", v.stderr_tail},
           {"cache_hit", v.cache_hit},
           {"eval_ms", v.eval_ms},
@@ -76,6 +77,7 @@ Verdict verdict_from_json(const Json& j) {
   v.profile = j.value("profile", std::string());
   v.trials = j.value("trials", 0);
   v.interpreter_limit = j.value("interpreter_limit", false);
+  v.unsafe = j.value("unsafe", false);
   v.stderr_tail = j.value("stderr_tail", std::string());
   v.cache_hit = j.value("cache_hit", false);
   v.eval_ms = j.value("eval_ms", 0.0);

@@ -106,6 +106,8 @@ void add_engine_flags(CLI::App* app, EngineFlags& f) {
   app->add_flag("--no-static", f.no_static, "Skip the static verifier: only the runtime checks judge");
   app->add_flag("--no-timing", f.no_timing, "Do not time on the GPU (correctness only)");
   app->add_flag("--keep-files", f.engine.keep_files, "Keep the work directory's files (debugging)");
+  app->add_flag("--unsafe-sandbox", f.engine.unsafe_sandbox,
+                "Run candidates even where the sandbox cannot be established; every verdict is marked unsafe");
   app->add_option("--work-dir", f.engine.work_dir, "Work directory (default: a fresh temporary one)");
 }
 

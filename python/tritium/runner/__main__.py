@@ -54,6 +54,11 @@ def _device_info(request: dict) -> dict:
             "uuid": None if uuid is None else re.sub(r"[^\w.-]", "_", str(uuid))}
 
 
+def _sandbox_probe(request: dict) -> dict:
+    """Runs in a worker that has entered a candidate's sandbox (the engine's start-up check)."""
+    return {"ok": True, "sandbox": request.get("sandbox_report")}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m tritium.runner")
     parser.add_argument("--channel-fd", type=int, required=True)
@@ -85,7 +90,7 @@ def main() -> int:
         from .trace import trace_task
 
         handlers = {"check_task": check_task, "trace_task": trace_task, "reference": reference,
-                    "time_reference": time_reference, "device_info": _device_info}
+                    "time_reference": time_reference, "device_info": _device_info, "sandbox_probe": _sandbox_probe}
     hello = _hello(device)
     protocol.write_frame(channel, hello)
     if not hello["ok"]:

@@ -236,10 +236,52 @@ def _build(request: dict, filename: str, seed: int):
     init_inputs = list(run_stage("init", "get_init_inputs() raised", filename, get_init_inputs))
     if not _jsonable(init_inputs):
         raise TaskFailure("init", "get_init_inputs() must return JSON-like values (numbers, strings, lists)")
+    _require_fit(module, init_inputs, seed, request.get("device", "cpu"))
     torch.manual_seed(seed)
     model = run_stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs))
     _perturb(model, seed)
     return module, model, init_inputs
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def _meta_trial_bytes(module, init_inputs: list, seed: int) -> tuple[int, int, int] | None:
+    """(inputs, outputs, parameters) bytes of one trial, from the task run on the meta device: no
+    memory is allocated. None when the task's code does not run there (data-dependent ops)."""
+    def nbytes(tensors) -> int:
+        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+    try:
+        with torch.device("meta"), torch.no_grad():
+            torch.manual_seed(seed)
+            values = list(module.get_inputs())
+            model = module.Model(*init_inputs).eval()
+            outputs = flatten_outputs(model(*values))
+        return nbytes(values), nbytes(outputs), nbytes(model.parameters())
+    except Exception:  # noqa: BLE001 - then the memory is found out by running it
+        return None
+
+
+def _device_bytes(device: str) -> int:
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_properties(torch.device(device)).total_memory
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _require_fit(module, init_inputs: list, seed: int, device: str) -> None:
+    """A task one trial of which cannot fit the device at all fails with what it needs, before
+    anything of that size is allocated (which would end in an out-of-memory kill or error)."""
+    need = _meta_trial_bytes(module, init_inputs, seed)
+    if need is None:
+        return
+    total, have = sum(need), _device_bytes(device)
+    if total > have:
+        inputs, outputs, params = need
+        raise TaskFailure("memory", f"one trial needs {_gib(total)} ({_gib(inputs)} of inputs, "
+                          f"{_gib(outputs)} of outputs, {_gib(params)} of parameters) and {device} has {_gib(have)} "
+                          "in all; make the task's tensors smaller or evaluate it on a device with more memory")
 
 
 def _start(request: dict) -> tuple[str, str, int]:

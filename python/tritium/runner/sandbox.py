@@ -1,18 +1,23 @@
 """The candidate's cell: what a forked worker does to itself before it loads untrusted code.
 
-Layers, each applied where the kernel permits it and recorded in the returned report:
-- a session of its own (made by the worker), so the scheduler's autogroups share the CPU between
-  candidates rather than between their processes;
-- new mount, network and PID namespaces: no network (only a down loopback), the engine's
-  reference and cache directories hidden under empty tmpfs mounts, and the candidate runs as PID 1
-  of its own namespace, so every process it starts dies with it (fork bombs, daemons);
-- bounded processes: RLIMIT_NPROC, which does not bind root, so as root the worker switches to a
-  per-slot uid when that uid can read the Python runtime; and, on Linux 6.14+, a pid_max of the
-  candidate's own PID namespace, which binds root too;
-- no privileges: without root, a user namespace whose capabilities are dropped;
+Whatever the engine's uid (root included), the candidate ends up with:
+- new mount, network and PID namespaces (root makes them directly; any other user through a user
+  namespace in which it is root): no network (only a down loopback); PID 1 of its own namespace,
+  so everything it starts dies with it (fork bombs, daemons);
+- a root file system of its own (rootfs.py): read-only binds of the system and the Python
+  runtime, its own directory writable, the engine's references and other slots' files absent;
+- no privileges: as root, a per-slot uid; otherwise root of the user namespace with every
+  capability dropped; in both cases an empty capability bounding set and no_new_privs, so nothing
+  it executes gains any back; then a seccomp filter (seccomp.py) against unsharing, mounting,
+  setns, ptrace and the like;
+- bounded processes: RLIMIT_NPROC (and, on Linux 6.14+, a pid_max of its PID namespace);
 - rlimits: CPU seconds, open files, file size, processes, address space (CPU only: CUDA reserves
   vast virtual ranges), no core dumps;
+- a session of its own (made by the worker), so the scheduler's autogroups share the CPU between
+  candidates rather than between their processes;
 - a private working directory that is also HOME, TMPDIR and Triton's cache.
+Any layer that cannot be applied raises SandboxError and the candidate does not run, unless the
+spec says `unsafe` (the engine then marks every verdict so).
 """
 
 import ctypes
@@ -20,6 +25,7 @@ import os
 import resource
 import signal
 
+from . import rootfs, seccomp
 from .lifetime import die_with_parent
 
 CLONE_NEWNS = 0x00020000
@@ -27,10 +33,23 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 _CAPABILITY_VERSION_3 = 0x20080522
-_MS_REC = 0x4000
-_MS_PRIVATE = 0x40000
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 
 _libc = ctypes.CDLL(None, use_errno=True)
+
+
+_namespace_init_pid: int | None = None  # set in the process that became PID 1 of the sandbox
+
+
+def answering_pid(worker_pid: int) -> int:
+    """The process that answers for the worker: PID 1 of its sandbox once that exists."""
+    return _namespace_init_pid or worker_pid
+
+
+class SandboxError(RuntimeError):
+    """A layer of the sandbox could not be applied: the candidate must not run."""
 
 
 class _CapHeader(ctypes.Structure):
@@ -57,16 +76,6 @@ def _map_to_root(uid: int, gid: int) -> None:
     _write("/proc/self/gid_map", f"0 {gid} 1")
 
 
-def _hide(paths: list[str]) -> list[str]:
-    """Covers each directory with an empty read-only tmpfs in our private mount namespace."""
-    _libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None)
-    hidden = []
-    for path in paths:
-        if os.path.isdir(path) and _libc.mount(b"tmpfs", path.encode(), b"tmpfs", 1, b"size=4k") == 0:
-            hidden.append(path)
-    return hidden
-
-
 def _drop_capabilities() -> bool:
     data = (_CapData * 2)()
     return _libc.capset(ctypes.byref(_CapHeader(_CAPABILITY_VERSION_3, 0)), data) == 0
@@ -83,17 +92,16 @@ def _count_own_tasks(uid: int) -> int:
     return count
 
 
-def _isolate(spec: dict, report: dict) -> None:
+def _isolate(report: dict) -> None:
     """New mount, network and PID namespaces (through a user namespace when not root)."""
-    hide = [p for p in spec.get("hide", []) if p]
     if os.geteuid() == 0:
         if _unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID):
-            report.update(network="isolated", pid_namespace=True, hidden=_hide(hide))
+            report.update(network="isolated", pid_namespace=True)
         return
     uid, gid = os.getuid(), os.getgid()
     if _unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID):
         _map_to_root(uid, gid)
-        report.update(network="isolated", pid_namespace=True, hidden=_hide(hide), user="user namespace")
+        report.update(network="isolated", pid_namespace=True, user="user namespace")
 
 
 def _kernel_at_least(major: int, minor: int) -> bool:
@@ -102,13 +110,6 @@ def _kernel_at_least(major: int, minor: int) -> bool:
     except ValueError:
         return False
     return found >= (major, minor)
-
-
-def _mount_proc(report: dict) -> None:
-    """As PID 1: a /proc of the new namespace. CUDA fails to initialise in a PID namespace that
-    still sees the machine's /proc, and the candidate should not see other processes anyway."""
-    if _libc.mount(b"proc", b"/proc", b"proc", 0, None) == 0:
-        report["proc"] = "private"
 
 
 def _cap_pids(limit: int, report: dict) -> None:
@@ -139,34 +140,55 @@ def _world_readable(path: str) -> bool:
     return True
 
 
-def _runtime_paths() -> list[str]:
-    import sys
-
-    paths = [sys.base_prefix, sys.prefix]
-    for name in ("torch", "triton", "tritium"):
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            paths.append(os.path.dirname(module.__file__))
-    return paths
+def _sandbox_ids(spec: dict) -> tuple[int, int]:
+    """The uid and gid the candidate runs as: the slot's own as root, else root of the user namespace."""
+    if os.geteuid() == 0:
+        uid = int(spec.get("uid", 0))
+        return uid, uid
+    return 0, 0
 
 
-def _drop_privileges(spec: dict, report: dict) -> None:
-    """Root becomes the slot's own uid, so RLIMIT_NPROC binds and nothing of root's is writable;
-    only when that uid can still read the Python runtime (lazy imports happen later)."""
-    if os.geteuid() != 0:
-        report["user"] = report["user"] + (", no capabilities" if _drop_capabilities() else "")
+def _unreadable_runtime(trees: list[str]) -> str | None:
+    for tree in trees:
+        if not _world_readable(tree):
+            return tree
+    return None
+
+
+def _no_new_privileges() -> None:
+    """Empties the capability bounding and ambient sets and sets no_new_privs: nothing the
+    candidate executes (a set-uid program, a file with capabilities) gains a privilege."""
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last = int(f.read())
+    for cap in range(last + 1):
+        if _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise SandboxError(f"cannot drop capability {cap} from the bounding set: {os.strerror(ctypes.get_errno())}")
+    _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise SandboxError("cannot set no_new_privs")
+
+
+def _drop_privileges(spec: dict, ids: tuple[int, int], report: dict, trees: list[str]) -> None:
+    """Root becomes the slot's own uid (so RLIMIT_NPROC binds and no capability is left); any
+    other user drops every capability of its user namespace."""
+    _no_new_privileges()
+    if os.geteuid() != 0 or report.get("user") == "user namespace":
+        if not _drop_capabilities():
+            raise SandboxError(f"cannot drop capabilities: {os.strerror(ctypes.get_errno())}")
+        report["user"] = "user namespace, no capabilities"
         return
-    uid = int(spec.get("uid", 0))
+    uid, gid = ids
     if uid <= 0:
-        return
-    if not all(_world_readable(p) for p in _runtime_paths()):
-        report["user"] = "root (the Python runtime is not readable by another uid)"
-        return
-    os.chown(spec["dir"], uid, uid)
+        raise SandboxError("no uid for the candidate (the engine runs as root and gave none)")
+    unreadable = _unreadable_runtime(trees)
+    if unreadable:
+        raise SandboxError(f"{unreadable} is not readable by other users, so the candidate's uid cannot load "
+                           f"Python from it; make it readable (chmod -R o+rX {unreadable})")
+    os.chown(spec["dir"], uid, gid)
     os.setgroups([])
-    os.setresgid(uid, uid, uid)
+    os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
-    report["user"] = f"uid {uid}"
+    report["user"] = f"uid {uid}, no capabilities"
 
 
 def _process_limit(spec: dict) -> int:
@@ -220,9 +242,14 @@ def _mapped_bytes() -> int:
 
 
 def _private_dir(directory: str) -> None:
+    import tempfile
+
     os.makedirs(os.path.join(directory, "triton"), exist_ok=True)
     os.chdir(directory)
     os.environ.update(HOME=directory, TMPDIR=directory, TRITON_CACHE_DIR=os.path.join(directory, "triton"))
+    # The runner chose its temporary directory before the fork (/tmp, read-only in the sandbox's root):
+    # Triton compiles its launcher in a tempfile.TemporaryDirectory.
+    tempfile.tempdir = directory
 
 
 def _become_namespace_init() -> None:
@@ -257,16 +284,31 @@ def _cpu_share() -> str:
 
 
 def enter(spec: dict, device: str) -> dict:
-    """Applies the sandbox to this (forked) process; returns what was applied."""
-    report = {"network": "shared", "pid_namespace": False, "user": "unchanged", "hidden": [], "cpu_share": _cpu_share()}
+    """Applies the sandbox to this (forked) process; returns what was applied. Raises SandboxError
+    when a layer cannot be applied, unless spec["unsafe"] (then the report says what is missing)."""
+    report = {"network": "shared", "pid_namespace": False, "user": "unchanged", "root": "host",
+              "seccomp": "off", "cpu_share": _cpu_share()}
     os.makedirs(spec["dir"], exist_ok=True)
     own_tasks = _count_own_tasks(os.getuid()) if os.geteuid() != 0 else 0  # before /proc shows only ours
-    _isolate(spec, report)
-    if report["pid_namespace"]:
+    uid, gid = _sandbox_ids(spec)  # before a user namespace makes anyone root
+    try:
+        _isolate(report)
+        if not report["pid_namespace"]:
+            raise SandboxError(f"cannot make new mount, network and PID namespaces: {os.strerror(ctypes.get_errno())}")
         _become_namespace_init()
-        _mount_proc(report)
+        global _namespace_init_pid
+        _namespace_init_pid = os.getpid()
+        report.update(rootfs.build(spec["dir"], uid, gid, [p for p in spec.get("hide", []) if p],
+                                   [p for p in spec.get("read_only", []) if p], device.startswith("cuda")))
         _cap_pids(_process_limit(spec) * 2, report)
-    _drop_privileges(spec, report)
+        _drop_privileges(spec, (uid, gid), report, report["read_only"])
+    except (SandboxError, OSError) as exc:
+        if not spec.get("unsafe"):
+            raise SandboxError(f"the sandbox could not be established: {exc}") from exc
+        report["unsafe"] = str(exc)
     _private_dir(spec["dir"])
     _limit(spec, device, report, own_tasks)
+    report["seccomp"] = seccomp.install()
+    if report["seccomp"] != "on" and not spec.get("unsafe"):
+        raise SandboxError(f"the sandbox could not be established: seccomp {report['seccomp']}")
     return report

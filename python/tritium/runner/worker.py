@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 
+from . import sandbox
 from .lifetime import die_with_parent
 
 OUTPUT_TAIL_BYTES = 4000
@@ -35,6 +36,26 @@ def _encode(result: dict) -> bytes:
         return json.dumps({"ok": False, "stage": "runner", "error": f"answer is not JSON: {exc}"}).encode("utf-8")
 
 
+def _close_inherited(keep: int) -> None:
+    """Stdin from /dev/null, and every socket and pipe but stdout, stderr and `keep` closed: the
+    runner's channel to the engine above all, through which a candidate could otherwise answer for
+    the runner. Other descriptors stay: NVML, initialised in the runner before it forked (torch
+    counts devices through it), keeps using the GPU's device files and what else it opened."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    if null != 0:
+        os.close(null)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd <= 2 or fd == keep:
+            continue
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith(("socket:", "pipe:")):
+                os.close(fd)
+        except OSError:
+            pass  # the descriptor listdir itself used, gone already
+
+
 def _child(handler, request: dict, result_fd: int, output_fd: int) -> None:
     """Runs in the forked process; never returns."""
     me = os.getpid()
@@ -44,18 +65,18 @@ def _child(handler, request: dict, result_fd: int, output_fd: int) -> None:
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         os.close(output_fd)
+        _close_inherited(result_fd)
         # The parent's sys.stdout may not be fd 1 (an embedding host, pytest): point both at it.
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         try:
             if request.get("sandbox"):
-                from .sandbox import enter
-
-                request["sandbox_report"] = enter(request["sandbox"], request.get("device", "cpu"))
-            me = os.getpid()
+                request["sandbox_report"] = sandbox.enter(request["sandbox"], request.get("device", "cpu"))
             result = handler(request)
         except BaseException as exc:  # noqa: BLE001 - the worker must always answer
             result = {"ok": False, "stage": "runner", "error": f"runner error: {type(exc).__name__}: {exc}"}
+        # The sandbox's own PID 1 answers, also when entering failed after it was made.
+        me = sandbox.answering_pid(me)
         if os.getpid() != me:  # a process the request forked came back here: it must not answer
             os._exit(0)
         data = _encode(result)
