@@ -65,7 +65,7 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
         raise _fail(f"mount {source or fstype} on {target}")
 
 
-def _mount_ids_under(target: str) -> list[str]:
+def _mount_points_under(target: str) -> list[str]:
     """Mount points at or below `target` in this namespace (for kernels without mount_setattr)."""
     points = []
     with open("/proc/self/mountinfo") as f:
@@ -86,7 +86,7 @@ def _make_read_only(target: str, dev: bool = False) -> None:
     if ctypes.get_errno() != errno.ENOSYS:
         raise _fail(f"mount_setattr {target}")
     flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | (0 if dev else MS_NODEV)
-    for point in _mount_ids_under(target):
+    for point in _mount_points_under(target):
         _mount(None, point, None, flags)
 
 
