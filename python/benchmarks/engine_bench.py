@@ -6,17 +6,28 @@
     python engine_bench.py probe [--runs 5]             GPU: the relu kernel timed by triton.testing.do_bench
                                                         in-process (the baseline) next to the engine, with
                                                         clocks, to tell the harness's spread from the GPU's
+    python engine_bench.py scale [--small] [--only-engine] [--limit N] [--device cpu|cuda]
+                                                        the KernelBench-size suite (examples/kernelbench_scale:
+                                                        every honest solution and every cheat) in one engine
+                                                        batch with the defaults, then naive serial; statuses
+                                                        side by side, walls, peak disk and GPU memory; exits
+                                                        1 when a target is missed. --small: the suite's
+                                                        reduced sizes (CPU smoke test; no naive timing there)
 
 Results go to stdout as text and, with --json FILE, as one JSON document.
 """
 
 import argparse
 import json
+import os
 import pathlib
+import re
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import tritium
@@ -24,6 +35,8 @@ import tritium
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TASKS, SOLUTIONS = ROOT / "examples" / "tasks", ROOT / "examples" / "solutions"
 RUNTIME = ROOT / "tests" / "fixtures" / "runtime"
+SCALE = ROOT / "examples" / "kernelbench_scale"
+NAIVE = pathlib.Path(__file__).with_name("naive_eval.py")
 
 
 def gpu_sized_tasks() -> dict[str, tuple[str, str]]:
@@ -212,9 +225,196 @@ def cache(args) -> dict:
             "hits": hits, "same_status": same}
 
 
+def resize(source: str, sizes: dict) -> str:
+    """The task's source with each module-level size constant set: the line `name = ...` becomes
+    `name = value` (a constant that is not assigned exactly once at the start of a line is an error)."""
+    for name, value in sizes.items():
+        source, count = re.subn(rf"^{re.escape(name)}\s*=.*$", f"{name} = {value!r}", source, flags=re.M)
+        if count != 1:
+            raise ValueError(f"size constant {name!r}: {count} module-level assignments, expected 1")
+    return source
+
+
+def scale_suite() -> dict:
+    """examples/kernelbench_scale/suite.json: each task's reduced sizes, each cheat's task and catch."""
+    return json.loads((SCALE / "suite.json").read_text())
+
+
+def scale_batch(small: bool = False) -> list[dict]:
+    """Every honest solution with its task, then every cheat with its task: {"id", "kind" ("honest" or
+    "cheat"), "task_name", "task" (the source, at the reduced sizes when small), "code", "expect"
+    (the statuses the engine may give), "gpu_only"}."""
+    suite = scale_suite()
+
+    def task_source(name: str) -> str:
+        source = (SCALE / "tasks" / f"{name}.py").read_text()
+        return resize(source, suite["tasks"][name]["small"]) if small else source
+
+    batch = [{"id": f"solutions/{name}.py", "kind": "honest", "task_name": name, "task": task_source(name),
+              "code": (SCALE / "solutions" / f"{name}.py").read_text(), "expect": ["correct"], "gpu_only": False}
+             for name in suite["tasks"]]
+    batch += [{"id": f"cheats/{file}", "kind": "cheat", "task_name": meta["task"], "task": task_source(meta["task"]),
+               "code": (SCALE / "cheats" / file).read_text(), "expect": meta["expect"], "gpu_only": meta["gpu_only"]}
+              for file, meta in suite["cheats"].items()]
+    return batch
+
+
+class Peak:
+    """Samples read() every `every` seconds in a background thread while in the `with` block: the
+    first reading and the largest, per component (read returns a list of numbers); None when unavailable."""
+
+    def __init__(self, read, every: float = 0.5):
+        self.read, self.every = read, every
+        self.start = self.peak = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        try:
+            values = self.read()
+        except Exception:  # noqa: BLE001 - a reading that fails (no GPU, a busy nvidia-smi) is skipped
+            return
+        if not values:
+            return
+        if self.start is None:
+            self.start, self.peak = list(values), list(values)
+        else:
+            self.peak = [max(a, b) for a, b in zip(self.peak, values)]
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self._sample()
+
+    def __enter__(self):
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
+def _disk_used() -> list[int]:
+    return [shutil.disk_usage(tempfile.gettempdir()).used]
+
+
+def _gpu_memory_mib() -> list[int]:
+    if shutil.which("nvidia-smi") is None:
+        return []
+    out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, timeout=10)
+    return [int(line) for line in out.stdout.split()] if out.returncode == 0 else []
+
+
+def _naive(batch: list[dict], device: str) -> tuple[list[dict], float]:
+    """naive_eval.py on each pair, one fresh process each, one after the other: (results, wall s)."""
+    env = dict(os.environ, TRITON_INTERPRET="1") if device == "cpu" else None
+    results, start = [], time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, entry in enumerate(batch):
+            task, candidate = pathlib.Path(tmp) / f"task_{i}.py", pathlib.Path(tmp) / f"candidate_{i}.py"
+            task.write_text(entry["task"])
+            candidate.write_text(entry["code"])
+            began = time.perf_counter()
+            try:
+                out = subprocess.run([sys.executable, str(NAIVE), str(task), str(candidate), "--device", device],
+                                     capture_output=True, text=True, env=env, timeout=3600)
+                lines = out.stdout.strip().splitlines()
+                result = json.loads(lines[-1]) if lines else {"status": "runtime_error", "error": out.stderr[-300:]}
+            except subprocess.TimeoutExpired:
+                result = {"status": "timeout"}
+            result["wall_s"] = time.perf_counter() - began
+            results.append(result)
+            print(f"  naive {entry['id']}: {result['status']} in {result['wall_s']:.1f} s", flush=True)
+    return results, time.perf_counter() - start
+
+
+def scale(args) -> dict:
+    batch = scale_batch(small=args.small)[:args.limit or None]
+    device = args.device
+    options = {"device": device}
+    if args.jobs != [0]:
+        options["jobs"] = args.jobs[0]
+    free_at_start = shutil.disk_usage(tempfile.gettempdir()).free
+    print(f"{len(batch)} items ({'reduced' if args.small else 'published'} sizes) on {device}; "
+          f"{free_at_start / 2**30:.1f} GiB free in {tempfile.gettempdir()}", flush=True)
+
+    with Peak(_disk_used) as disk, Peak(_gpu_memory_mib) as gpu:
+        start = time.perf_counter()
+        engine = tritium.Engine(**options)
+        verdicts = engine.evaluate([{"id": e["id"], "task": e["task"], "code": e["code"]} for e in batch])
+        engine_s = time.perf_counter() - start
+        info = engine.info()
+        del engine
+    disk_peak = disk.peak[0] - disk.start[0]
+    gpu_peak = [p - s for p, s in zip(gpu.peak, gpu.start)] if gpu.start else None
+    print(f"engine: {len(batch)} items in {engine_s:.1f} s ({info['jobs']} jobs); peak disk "
+          f"+{disk_peak / 2**30:.2f} GiB ({disk_peak / free_at_start * 100:.2f}% of the free space)", flush=True)
+    if gpu.start:
+        print(f"  peak GPU memory used (MiB, per GPU): {gpu.peak}, +{gpu_peak} over the start", flush=True)
+
+    naive, naive_s, naive_gpu_peak = None, None, None
+    if not args.only_engine:
+        with Peak(_gpu_memory_mib) as naive_gpu:
+            naive, naive_s = _naive(batch, device)
+        naive_gpu_peak = [p - s for p, s in zip(naive_gpu.peak, naive_gpu.start)] if naive_gpu.start else None
+        print(f"naive serial: {len(batch)} items in {naive_s:.1f} s" +
+              (" (CPU: correctness only, no timing)" if device == "cpu" else ""), flush=True)
+
+    items = []
+    print(f"{'item':42} {'engine':21} {'eval s':>7} {'ms':>9} | {'naive':13} {'ms':>9} | expected; findings",
+          flush=True)
+    for i, (entry, verdict) in enumerate(zip(batch, verdicts)):
+        nv = naive[i] if naive else {}
+        item = {"id": entry["id"], "kind": entry["kind"], "task": entry["task_name"], "expect": entry["expect"],
+                "engine": verdict["status"], "message": verdict.get("message"), "eval_ms": verdict.get("eval_ms"),
+                "rules": sorted({str(f.get("rule")) for f in verdict.get("findings") or []}),
+                "runtime_ms": verdict.get("runtime_ms"), "speedup_eager": verdict.get("speedup_eager"),
+                "naive": nv.get("status"), "naive_runtime_ms": nv.get("runtime_ms"), "naive_wall_s": nv.get("wall_s")}
+        items.append(item)
+
+        def ms(value):
+            return f"{value:9.3f}" if isinstance(value, (int, float)) else f"{'-':>9}"
+
+        print(f"{entry['id']:42} {verdict['status']:21} {(verdict.get('eval_ms') or 0) / 1000:7.1f} "
+              f"{ms(item['runtime_ms'])} | {str(item['naive']):13} {ms(item['naive_runtime_ms'])} | "
+              f"{'/'.join(entry['expect'])}; {', '.join(item['rules']) or '-'}", flush=True)
+        if verdict["status"] not in entry["expect"]:
+            print(f"    engine: {str(verdict.get('message'))[:300]}", flush=True)
+
+    failed = []
+    for item in items:
+        if item["engine"] == "error":
+            failed.append(f"{item['id']}: engine error ({str(item['message'])[:200]})")
+        elif item["kind"] == "honest" and item["engine"] != "correct":
+            failed.append(f"{item['id']}: honest solution is {item['engine']}")
+        elif item["kind"] == "cheat" and item["engine"] == "correct":
+            failed.append(f"{item['id']}: cheat judged correct")
+    if disk_peak >= 0.10 * free_at_start:
+        failed.append(f"peak disk +{disk_peak / 2**30:.2f} GiB is not below 10% of the "
+                      f"{free_at_start / 2**30:.1f} GiB free at start")
+    ratio = naive_s / engine_s if naive_s and device != "cpu" else None
+    if ratio is not None:
+        print(f"engine {engine_s:.1f} s, naive {naive_s:.1f} s: naive/engine {ratio:.2f}x (target >= 2x)")
+        if ratio < 2:
+            failed.append(f"engine wall {engine_s:.1f} s is more than half the naive wall {naive_s:.1f} s")
+    fooled = [i["id"] for i in items if i["kind"] == "cheat" and i["naive"] == "correct"]
+    if naive:
+        print(f"cheats the naive harness judged correct: {len(fooled)} of {sum(i['kind'] == 'cheat' for i in items)}")
+    for f in failed:
+        print("TARGET MISSED:", f)
+    print("all targets met" if not failed else f"{len(failed)} target(s) missed", flush=True)
+    return {"device": device, "small": args.small, "items": items, "engine_s": engine_s, "naive_s": naive_s,
+            "ratio": ratio, "jobs": info["jobs"], "disk_free_at_start": free_at_start, "disk_peak_bytes": disk_peak,
+            "gpu_peak_mib": gpu_peak, "naive_gpu_peak_mib": naive_gpu_peak, "naive_fooled": fooled,
+            "failed": failed}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("bench", choices=("repeatability", "throughput", "cache", "probe"))
+    parser.add_argument("bench", choices=("repeatability", "throughput", "cache", "probe", "scale"))
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--wrong", type=int, default=4)
@@ -222,11 +422,17 @@ def main() -> None:
     parser.add_argument("--jobs", type=lambda s: [int(j) for j in s.split(",")], default=[0],
                         help="throughput: engine slot counts to run, e.g. 8,12 (0: the engine's default)")
     parser.add_argument("--untimed", action="store_true", help="throughput: also run the batch without timing")
+    parser.add_argument("--small", action="store_true", help="scale: the suite's reduced sizes (suite.json)")
+    parser.add_argument("--only-engine", action="store_true", help="scale: skip the naive serial baseline")
+    parser.add_argument("--limit", type=int, default=0, help="scale: only the first N items of the batch")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
-    result = {"repeatability": repeatability, "throughput": throughput, "cache": cache, "probe": probe}[args.bench](args)
+    benches = {"repeatability": repeatability, "throughput": throughput, "cache": cache, "probe": probe, "scale": scale}
+    result = benches[args.bench](args)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({args.bench: result}, indent=1))
+    if result.get("failed"):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@ candidate, in one fresh process. Import torch and triton, load the task and the 
 this process, build both models after the same seed, check 5 random trials with allclose, then
 time 100 calls with CUDA events (after warm-up, same inputs each call). Prints one JSON line.
 
-    python naive_eval.py TASK.py CANDIDATE.py
+    python naive_eval.py TASK.py CANDIDATE.py [--device cuda|cpu]
+
+On the CPU (run with TRITON_INTERPRET=1) the same checks run and nothing is timed (runtime_ms null).
 """
 
 import json
@@ -22,25 +24,27 @@ def load(path: str, name: str) -> types.ModuleType:
     return module
 
 
-def main(task_path: str, candidate_path: str) -> dict:
+def main(task_path: str, candidate_path: str, device: str = "cuda") -> dict:
     start = time.perf_counter()
     import triton  # noqa: F401 - part of the cost a fresh process pays
 
     task, candidate = load(task_path, "task"), load(candidate_path, "candidate")
     init = task.get_init_inputs()
     torch.manual_seed(0)
-    model = task.Model(*init).cuda()
+    model = task.Model(*init).to(device)
     torch.manual_seed(0)
-    model_new = candidate.ModelNew(*init).cuda()
+    model_new = candidate.ModelNew(*init).to(device)
     with torch.no_grad():
         for trial in range(5):
             torch.manual_seed(trial)
-            inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in task.get_inputs()]
+            inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in task.get_inputs()]
             expected, actual = model(*inputs), model_new(*inputs)
             if not torch.allclose(expected, actual, atol=1e-4, rtol=1e-4):
                 return {"status": "incorrect", "seconds": time.perf_counter() - start}
         for _ in range(3):
             model_new(*inputs)
+        if device == "cpu":
+            return {"status": "correct", "runtime_ms": None, "seconds": time.perf_counter() - start}
         times = []
         for _ in range(100):
             begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -55,7 +59,13 @@ def main(task_path: str, candidate_path: str) -> dict:
 
 if __name__ == "__main__":
     try:
-        result = main(sys.argv[1], sys.argv[2])
+        args = sys.argv[1:]
+        device = "cuda"
+        if "--device" in args:
+            i = args.index("--device")
+            device = args[i + 1]
+            del args[i:i + 2]
+        result = main(args[0], args[1], device)
     except Exception as exc:  # noqa: BLE001 - the baseline reports, as KernelBench does
         result = {"status": "runtime_error", "error": f"{type(exc).__name__}: {exc}"}
     print(json.dumps(result))

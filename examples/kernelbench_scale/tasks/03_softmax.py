@@ -1,0 +1,27 @@
+"""Softmax over dim 1 of a (4096, 393216) float32 tensor (KernelBench level 1 Softmax at its published
+size): 6 GiB in, 6 GiB out; each row (1.5 MiB) is far longer than one Triton block."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Row softmax."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, dim=1)
+
+
+batch_size = 4096
+dim = 393216
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
