@@ -90,8 +90,9 @@ def _assert_nothing_left(processes: dict[int, str], tmp):
     _wait_for(lambda: not _work_dirs(tmp), 20, f"the work directories {_work_dirs(tmp)} to go")
 
 
-def _start_eval(tmp, candidate=SLOW) -> subprocess.Popen:
-    proc = subprocess.Popen([TRITIUM, "eval", str(TASK), str(candidate), *ENGINE_FLAGS], env=_env(tmp),
+def _start_eval(tmp, candidate=SLOW, command=None) -> subprocess.Popen:
+    command = command or ["eval", str(TASK), str(candidate)]
+    proc = subprocess.Popen([TRITIUM, *command, *ENGINE_FLAGS], env=_env(tmp),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(lambda: _candidate_running(tmp) or proc.poll() is not None, 180, "the candidate to start")
     assert proc.poll() is None, proc.communicate()
@@ -108,6 +109,17 @@ def test_a_stopped_eval_ends_every_process_it_started_and_removes_its_work_direc
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == -sig, stderr  # ended by the signal itself, as a shell expects
     assert f"{signal.Signals(sig).name} received; stopping" in stderr
+    _assert_nothing_left(processes, tmp_path)
+
+
+def test_a_stopped_search_ends_every_process_it_started_and_removes_its_work_directory(tmp_path):
+    proc = _start_eval(tmp_path, command=["search", "--task", str(TASK), "--candidate", str(SLOW),
+                                          "--out", str(tmp_path / "search")])
+    processes = _descendants(proc.pid)
+    assert _runners(processes)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGTERM, stderr
     _assert_nothing_left(processes, tmp_path)
 
 
@@ -213,4 +225,27 @@ def test_a_stopped_train_ends_its_data_child_and_the_child_s_runners(tmp_path):
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGTERM
     assert child in processes
+    _assert_nothing_left(processes, tmp_path)
+
+
+def test_a_stopped_bench_ends_its_model_server_and_removes_its_work_directory(tmp_path):
+    from tritium.train import models
+
+    model_dir = tmp_path / "tiny"
+    model, tokenizer = models.load("tiny", corpus=[TASK.read_text()])
+    model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    proc = subprocess.Popen([TRITIUM, "bench", "--tasks", str(TASK), "--model", str(model_dir), "--samples", "16",
+                             "--max-tokens", "4000", "--out", str(tmp_path / "bench"), *ENGINE_FLAGS],
+                            env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def model_server():
+        return [pid for pid in _descendants(proc.pid) if "tritium.model_server" in _cmdline(pid)]
+
+    _wait_for(lambda: model_server() or proc.poll() is not None, 180, "the model server to start")
+    assert proc.poll() is None, proc.communicate()
+    processes = _descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGTERM, stderr
     _assert_nothing_left(processes, tmp_path)

@@ -332,7 +332,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=4096, help="the largest max_tokens a request may ask")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a request may wait for its answer")
     ap.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
+    ap.add_argument("--parent-pid", type=int, default=0,
+                    help="end with this process (a `tritium bench` or `search` that started the server)")
     args = ap.parse_args(argv)
+    if args.parent_pid:
+        from .runner.lifetime import die_with_parent
+
+        die_with_parent(args.parent_pid)
     import pathlib
 
     log = lambda msg: print(f"tritium serve-model: {msg}", file=sys.stderr, flush=True)  # noqa: E731

@@ -1,12 +1,13 @@
 // The evaluation engine: a queue of candidates over worker slots, each slot a warm candidate
 // runner; trusted runners compute each task's reference outputs once (in parallel across tasks)
 // and, on a GPU, time it apart (torch.compile is seconds of CPU work that candidates need not
-// wait for: only their speedups do); verdicts are judged from files and cached. Layout of the work directory:
+// wait for: only their speedups do); beside each slot a trusted comparer judges the candidate's
+// outputs as they come (channel.h); verdicts are cached. Layout of the work directory:
 //   lock             held by the live engine and its guard; a directory whose lock is free is
 //                    reclaimed by the next engine (work_dir.h)
-//   refs/<task>-<n>/ reference files (hidden from candidates by the sandbox; a byte budget,
-//                    disk_budget.h)
-//   jobs/<n>/        one candidate's private directory: its code, linked inputs, its outputs
+//   refs/<task>-<n>/ the reference's parameters (hidden from candidates by the sandbox; a byte
+//                    budget, disk_budget.h)
+//   jobs/<n>/        one candidate's private directory: its code, the linked parameters
 // The GPU locks are machine-wide, so that engines of other processes queue on them too:
 //   $TRITIUM_LOCK_DIR (default /tmp/tritium-gpu-locks)/gpu-<uuid>.lock
 //                    a GPU's lock (flock: timing exclusive, other GPU work shared; timing.py)
@@ -31,10 +32,11 @@
 #include <fmt/format.h>
 
 #include "cache.h"
+#include "channel.h"
 #include "disk_budget.h"
 #include "judge.h"
 #include "runner.h"
-#include "tensor_file.h"
+#include "tolerance.h"
 #include "tritium/exec.h"
 #include "work_dir.h"
 
@@ -105,14 +107,47 @@ bool link_or_copy(const fs::path& from, const fs::path& to) {
   return !ec;
 }
 
-std::size_t output_bytes(const Json& trial) {
+std::size_t tensor_bytes(const Json& tensor) {
+  std::size_t n = std::max<std::size_t>(1, exec::dtype_size(tensor.value("dtype", std::string("float32"))));
+  for (const auto& d : tensor.value("shape", Json::array())) n *= d.get<std::size_t>();
+  return n;
+}
+
+std::size_t set_bytes(const Json& tensors) {
   std::size_t total = 0;
-  for (const auto& o : trial.value("outputs", Json::array())) {
-    std::size_t n = std::max<std::size_t>(1, exec::dtype_size(o.value("dtype", std::string("float32"))));
-    for (const auto& d : o.value("shape", Json::array())) n *= d.get<std::size_t>();
-    total += n;
-  }
+  for (const auto& t : tensors) total += tensor_bytes(t);
   return total;
+}
+
+std::size_t largest_set(const Json& body, const char* key) {
+  std::size_t most = 0;
+  for (const auto& t : body.value("trials", Json::array())) most = std::max(most, set_bytes(t.value(key, Json::array())));
+  return most;
+}
+
+// The channel's buffer: two halves, each the largest output set's bytes (whole 64-byte blocks, so
+// that every dtype's elements fit whole) up to 64 MB; larger sets stream through (channel.py).
+std::size_t channel_bytes(const Json& body) {
+  const std::size_t half = std::clamp<std::size_t>((largest_set(body, "outputs") + 63) / 64 * 64, 64, 64u << 20);
+  return 2 * half;
+}
+
+// A CUDA allocation that failed: beside other jobs the estimates of what each holds were short,
+// so the job runs again alone; alone, the failure stands.
+bool out_of_memory(std::string_view text) {
+  return text.find("CUDA out of memory") != std::string_view::npos ||
+         text.find("CUBLAS_STATUS_ALLOC_FAILED") != std::string_view::npos;
+}
+
+// What a job holds on its device at its peak, both sides together: the candidate's worker its
+// parameters, three spot sets and the fresh inputs of a timed call, one more set to check for
+// changes, the outputs of a call, three held spot outputs and the poisoned scratch; the comparer
+// the parameters, a set of inputs and expected outputs; plus CUDA contexts and chunk scratch.
+std::uintmax_t job_memory(const Json& body, bool gpu) {
+  std::uintmax_t params = 0;
+  for (const auto& p : body.value("params", Json::array())) params += tensor_bytes(p);
+  const std::uintmax_t in = largest_set(body, "inputs"), out = largest_set(body, "outputs");
+  return 2 * params + 7 * in + 7 * out + (gpu ? std::uintmax_t{3} << 30 : std::uintmax_t{1} << 28);
 }
 
 // Long-lived threads over one job queue; a job gets its worker's index. Runners' parent-death
@@ -185,10 +220,15 @@ struct Engine::Impl {
   std::vector<std::unique_ptr<exec::Runner>> trusted;
   std::vector<exec::Runner*> idle_trusted;
   std::vector<std::unique_ptr<exec::Runner>> slots;
+  std::vector<std::unique_ptr<exec::Runner>> comparers;  // a trusted runner beside each slot (compare.py)
 
   // Declared before the pools: a queued timing's lease is released into it when they go.
   std::optional<exec::ReferenceStore> references;
   std::optional<exec::DiskGate> disk;  // jobs and references start when the disk has room for them
+  // ... and when the device (the host's memory, on the CPU) has room for what they hold at peak.
+  std::optional<exec::DiskGate> memory;
+  std::uintmax_t memory_budget = 0;          // what the memory gate lets jobs hold at once
+  std::atomic<std::size_t> memory_retries{0};  // jobs run again alone after running out of memory
   std::atomic<std::size_t> job_counter{0};
 
   // A task's reference timing (eager and torch.compile), asked for once its outputs exist and
@@ -204,6 +244,7 @@ struct Engine::Impl {
     candidates.stop();
     timers.stop();
     slots.clear();
+    comparers.clear();
     trusted.clear();
     work_dir.close();  // nothing writes there any more
   }
@@ -270,8 +311,8 @@ struct Engine::Impl {
   static std::string ref_key(const Task& task) { return sha256_hex(task.source).substr(0, 24); }
 
   // What both trusted requests about a task (its outputs, its timing) say of it.
-  Json task_request(const std::string& op, const Task& task, const fs::path& dir) const {
-    const std::string ref_device = device == "cuda" ? "cuda:0" : "cpu";
+  Json task_request(const std::string& op, const Task& task, const fs::path& dir, std::string ref_device = "") const {
+    if (ref_device.empty()) ref_device = device == "cuda" ? "cuda:0" : "cpu";
     return {{"op", op},
             {"id", task.id},
             {"source", task.source},
@@ -290,7 +331,15 @@ struct Engine::Impl {
     const auto pass = disk->enter(references->largest());  // its size unknown yet: the largest so far
     Json request = task_request("reference", task, dir);
     request.update({{"trials", options.trials}, {"atol", tol.atol}});
-    const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
+    exec::Reply reply;
+    for (const bool alone : {false, true}) {
+      const auto room = memory->enter(alone ? memory_budget : reference_memory(task));
+      reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
+      if (alone || !out_of_memory(reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string())
+                                                                        : reply.detail))
+        break;
+      ++memory_retries;
+    }
     exec::Reference ref;
     ref.dir = dir;
     if (reply.kind != exec::Reply::Kind::ok) {
@@ -304,6 +353,16 @@ struct Engine::Impl {
       ref.body = reply.body;
     }
     return ref;
+  }
+
+  // What a reference holds on its device at peak, from the task run on the meta device: a trial's
+  // tensors, their float64 twins for the conditioning check, a fallback's. Unknown (a task whose
+  // code does not run there): nothing reserved.
+  std::uintmax_t reference_memory(const Task& task) {
+    const exec::Reply reply = call_trusted(task_request("footprint", task, work), 120);
+    if (reply.kind != exec::Reply::Kind::ok || !reply.body.value("ok", false) || !reply.body["bytes"].is_number())
+      return 0;
+    return 4 * reply.body["bytes"].get<std::uintmax_t>() + (device == "cuda" ? std::uintmax_t{1} << 30 : 0);
   }
 
   // Computed once per task and engine (again only if trimmed meanwhile); concurrent slots wait for
@@ -347,12 +406,8 @@ struct Engine::Impl {
     if (ec) return Error{fmt::format("cannot create {}: {}", job.string(), ec.message())};
     chmod(job.c_str(), 0700);
     std::ofstream(job / "candidate.py", std::ios::binary) << code;
-    std::vector<std::string> files = {"params.tt"};
-    for (const auto& t : ref.body.value("trials", Json::array()))
-      files.push_back(fmt::format("trial-{}.in.tt", t.value("index", 0)));
-    for (int k = 0; k < ref.body.value("spots", 0); ++k) files.push_back(fmt::format("spot-{}.in.tt", k));
-    for (const auto& f : files)
-      if (!link_or_copy(ref.dir / f, job / f)) return Error{fmt::format("cannot place {} in {}", f, job.string())};
+    if (!link_or_copy(ref.dir / "params.tt", job / "params.tt"))
+      return Error{fmt::format("cannot place params.tt in {}", job.string())};
     return job;
   }
 
@@ -392,10 +447,15 @@ struct Engine::Impl {
                              why)};
   }
 
-  Json evaluate_request(int slot, const exec::Reference& ref, const fs::path& job) const {
+  Json evaluate_request(int slot, const Task& task, const exec::Reference& ref, const fs::path& job,
+                        const Json& channel) const {
     Json trials = Json::array();
     for (const auto& t : ref.body.value("trials", Json::array()))
-      trials.push_back({{"index", t.value("index", 0)}, {"mode", t.value("mode", "eval")}, {"output_bytes", output_bytes(t)}});
+      trials.push_back({{"index", t.value("index", 0)},
+                        {"mode", t.value("mode", "eval")},
+                        {"distribution", t.value("distribution", "task")},
+                        {"variant_spec", t.value("variant_spec", Json())},
+                        {"output_bytes", set_bytes(t.value("outputs", Json::array()))}});
     const std::string dev = slot_device(slot);
     const bool root = geteuid() == 0;
     Json sandbox = sandbox_spec(job, root ? kSandboxUidBase + slot : 0);
@@ -406,6 +466,9 @@ struct Engine::Impl {
             {"device", dev},
             {"seed", seed},
             {"dir", job.string()},
+            {"task", task.source},
+            {"task_filename", task.origin.empty() ? task.id : task.origin},
+            {"channel", channel},
             {"trials", trials},
             {"spots", ref.body.value("spots", 0)},
             {"init_inputs", ref.body.value("init_inputs", Json::array())},
@@ -424,25 +487,66 @@ struct Engine::Impl {
       v.message = ref.error;
       return;
     }
-    const auto pass = disk->enter(ref.bytes);  // the job writes about as much: outputs, inputs after the call
+    const auto pass = disk->enter(ref.bytes);  // the job's own files: the code, linked parameters
     auto job = prepare_job(ref, code);
-    if (!job) {
+    auto channel = exec::Channel::create(channel_bytes(ref.body));
+    if (!job || !channel) {
       v.status = "error";
-      v.message = job.error().message;
+      v.message = !job ? job.error().message : channel.error().message;
       return;
     }
-    exec::Runner& runner = *slots[slot];
-    exec::Reply reply;
-    if (auto error = runner.ensure_started())
-      reply = {exec::Reply::Kind::died, nullptr, error->message};
-    else
-      reply = runner.call(evaluate_request(slot, ref, *job), options.timeout_s + kBackstopS);
-    exec::judge(reply, ref, *job, options.profile, v);
+    // Both runners start on this thread, which lives as long as the engine (their parent-death signal).
+    if (auto error = comparers[slot]->ensure_started()) {
+      v.status = "error";
+      v.message = "the comparer could not start: " + error->message;
+      return;
+    }
+    if (auto error = slots[slot]->ensure_started()) {
+      exec::judge({exec::Reply::Kind::died, nullptr, error->message}, {}, ref.body, v);
+    } else {
+      const Verdict unjudged = v;
+      for (const bool alone : {false, true}) {
+        const auto room = memory->enter(alone ? memory_budget : job_memory(ref.body, device == "cuda"));
+        auto [reply, comparison] = run_job(slot, task, ref, *job, *channel);
+        exec::judge(reply, comparison, ref.body, v);
+        if (alone || v.status == "correct" || !out_of_memory(v.message)) break;
+        ++memory_retries;
+        v = unjudged;
+        if (auto again = exec::Channel::create(channel_bytes(ref.body))) channel = std::move(again);
+      }
+    }
     if (v.runtime_ms) timing = timing_for(task);
     if (!options.keep_files) {
       std::error_code ec;
       fs::remove_all(*job, ec);
     }
+  }
+
+  // The candidate's worker and its comparer, side by side on the job's channel: (the worker's
+  // reply, the comparer's). The engine's ends of the channel close when the worker is done, so a
+  // comparer still waiting for a set (the worker died, or failed before shipping) ends too.
+  std::pair<exec::Reply, exec::Reply> run_job(int slot, const Task& task, const exec::Reference& ref, const fs::path& job,
+                                              exec::Channel& channel) {
+    exec::Runner& runner = *slots[slot];
+    exec::Runner& comparer = *comparers[slot];
+    const double limit = options.timeout_s + kBackstopS;
+    Json compare = task_request("compare", task, ref.dir, slot_device(slot));
+    compare.update({{"trials", ref.body.value("trials", Json::array())},
+                    {"spots", ref.body.value("spots", 0)},
+                    {"tolerances", tolerances()},
+                    {"channel", channel.spec()},
+                    {"timeout_s", options.timeout_s + kBackstopS / 2}});
+    auto compared = std::async(std::launch::async, [&] { return comparer.call(compare, limit + kBackstopS); });
+    exec::Reply reply = runner.call(evaluate_request(slot, task, ref, job, channel.spec()), limit);
+    channel.close();
+    return {std::move(reply), compared.get()};
+  }
+
+  Json tolerances() const {
+    Json all = Json::object();
+    for (const char* dtype : {"float32", "float64", "float16", "bfloat16"})
+      if (auto tol = exec::tolerance_for(options.profile, dtype)) all[dtype] = {tol->atol, tol->rtol};
+    return all;
   }
 
   // An item's code (extracted from a response) and its cache key (empty without a cache): worked
@@ -594,7 +698,17 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     auto runner_options = slot;
     runner_options.device = impl->slot_device(i);
     impl->slots.push_back(std::make_unique<exec::Runner>(runner_options));
+    auto comparer_options = trusted;
+    comparer_options.device = runner_options.device;
+    impl->comparers.push_back(std::make_unique<exec::Runner>(comparer_options));
   }
+  // What jobs may hold at once: most of the GPU's free memory (of the first GPU: slots spread over
+  // GPUs alike), or of the host's on the CPU. A job alone always starts.
+  const double room_gb = gpu ? impl->device_info.value("free_gb", impl->device_info.value("memory_gb", 0.0)) * 0.9
+                             : physical_gb() * 0.7;
+  impl->memory_budget = static_cast<std::uintmax_t>(room_gb * (1ull << 30)) *
+                        static_cast<std::uintmax_t>(std::max(1, gpu ? impl->gpus : 1));
+  impl->memory.emplace([room = impl->memory_budget] { return room; }, [] {}, 0);
   if (options.memory_gb <= 0) options.memory_gb = std::max(1.0, physical_gb() * 0.6 / options.jobs);
   impl->options = std::move(options);
   if (auto refused = impl->probe_sandbox()) return *refused;
@@ -686,6 +800,8 @@ Json Engine::info() const {
           {"reference_cache_gb", static_cast<double>(impl_->references->budget()) / (1ull << 30)},
           {"reference_bytes", impl_->references->bytes()},  // on disk now
           {"disk_waits", impl_->disk->waits()},                 // jobs that waited for room on disk
+          {"memory_waits", impl_->memory->waits()},             // ... for room in the device's memory
+          {"memory_retries", impl_->memory_retries.load()},     // ... run again alone after an out-of-memory
           {"cache", o.cache.empty() ? Json(nullptr) : Json(o.cache)},
           {"sandbox", impl_->sandbox_report},
           {"unsafe_sandbox", o.unsafe_sandbox},

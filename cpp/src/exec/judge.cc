@@ -1,13 +1,13 @@
-// Verdicts from a candidate worker's reply and its tensor files: the earliest failing stage wins.
+// Verdicts from a candidate worker's reply and its comparer's: the earliest failing stage wins.
 #include "judge.h"
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "tensor_file.h"
 
 namespace tritium::exec {
 namespace {
@@ -20,7 +20,8 @@ constexpr std::array<std::string_view, 9> kStatuses = {
 struct StageRule {
   std::string_view stage, status, rule;
 };
-constexpr std::array<StageRule, 9> kStages = {{
+constexpr std::array<StageRule, 10> kStages = {{
+    {"channel", "runtime_error", "eval.channel"},
     {"load", "runtime_error", "eval.load"},
     {"params", "runtime_error", "eval.param_mismatch"},
     {"compile", "compile_error", "eval.compile"},
@@ -115,81 +116,88 @@ void worker_failure(const Json& body, Outcome& out) {
 
 struct ErrorTotals {
   std::optional<double> abs, rel;
-  void add(const Comparison& c) {
-    if (!c.same_shape || !c.same_dtype) return;
-    abs = std::max(abs.value_or(0), c.max_abs_err);
-    rel = std::max(rel.value_or(0), c.max_rel_err);
+  void add(const Json& result) {
+    if (result.contains("max_abs") && result["max_abs"].is_number())
+      abs = std::max(abs.value_or(0), result["max_abs"].get<double>());
+    if (result.contains("max_rel") && result["max_rel"].is_number())
+      rel = std::max(rel.value_or(0), result["max_rel"].get<double>());
   }
 };
 
-// Compares every "out*" of `expected` with the same name in `actual` (with `prefix` on the
-// candidate side); returns the first mismatch message, or "".
-std::string compare_outputs(const TensorFile& expected, const TensorFile& actual, const std::string& prefix,
-                            std::string_view profile, ErrorTotals& totals) {
-  std::size_t n_expected = 0, n_actual = 0;
-  for (const auto& t : expected.tensors()) n_expected += t.name.rfind("out", 0) == 0;
-  for (const auto& t : actual.tensors()) n_actual += t.name.rfind(prefix + "out", 0) == 0;
-  if (n_expected != n_actual) return fmt::format("{} output(s) expected, got {}", n_expected, n_actual);
-  for (const auto& e : expected.tensors()) {
-    if (e.name.rfind("out", 0) != 0) continue;
-    const TensorView* a = actual.find(prefix + e.name);
-    if (!a) return fmt::format("{} is missing", e.name);
-    const auto tol = tolerance_for(profile, e.dtype).value_or(Tolerance{0, 0});
-    const Comparison c = compare(e, *a, tol);
-    totals.add(c);
-    if (!c.match) return fmt::format("output {}: {}", e.name.substr(3), c.message);
+// The comparer's results (compare.py) by set: ("trial" or "spot", index) -> result.
+class Comparisons {
+ public:
+  explicit Comparisons(const Reply& reply) {
+    ok_ = reply.kind == Reply::Kind::ok && reply.body.value("ok", false);
+    why_ = reply.kind != Reply::Kind::ok ? "the comparer " + reply.detail
+                                         : reply.body.value("error", std::string("the comparer failed"));
+    if (!ok_) return;
+    for (const auto& r : reply.body.value("sets", Json::array()))
+      if (r.is_object() && r.value("kind", Json()).is_string() && r.value("index", Json()).is_number_integer())
+        sets_.emplace(std::pair{r["kind"].get<std::string>(), r["index"].get<int>()}, r);
   }
-  return "";
+  bool ok() const { return ok_; }
+  const std::string& why() const { return why_; }
+  const Json* find(const std::string& kind, int index) const {
+    auto it = sets_.find({kind, index});
+    return it == sets_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  bool ok_ = false;
+  std::string why_;
+  std::map<std::pair<std::string, int>, Json> sets_;
+};
+
+// A set the worker produced: the comparer's verdict on it, or why there is none. False when the
+// set has no result (the finding is made).
+const Json* compared(const Comparisons& cmp, const std::string& kind, int index, const std::string& label, Outcome& out) {
+  if (const Json* r = cmp.find(kind, index)) return r;
+  if (!cmp.ok())
+    out.cannot_judge("engine.compare", fmt::format("{}: could not be compared: {}", label, cmp.why()));
+  else
+    out.fail("incorrect", "eval.output", fmt::format("{}: the outputs never reached the comparer", label));
+  return nullptr;
 }
 
-std::string mutated_input(const TensorFile& original, const TensorFile& after) {
-  for (const auto& t : original.tensors()) {
-    const TensorView* a = after.find(t.name);
-    if (!a || !bitwise_equal(t, *a)) return t.name.substr(2);
-  }
-  return "";
-}
-
-void compare_trials(const Json& trials, const Reference& ref, const std::filesystem::path& job, std::string_view profile,
-                    Outcome& out, ErrorTotals& totals) {
-  std::map<int, Json> described;
-  for (const auto& t : ref.body.value("trials", Json::array())) described[t.value("index", -1)] = t;
-  for (const auto& t : trials) {
-    const int i = t.value("index", -1);
-    const std::string label = trial_label(described.count(i) ? described[i] : t);
-    auto expected = TensorFile::open(ref.dir / fmt::format("trial-{}.ref.tt", i));
-    auto original = TensorFile::open(ref.dir / fmt::format("trial-{}.in.tt", i));
-    if (!expected || !original) {
-      out.fail("error", "engine.reference", fmt::format("reference files of trial {} unreadable", i));
-      continue;
-    }
-    auto actual = TensorFile::open(job / fmt::format("trial-{}.out.tt", i));
-    if (!actual) {
-      out.fail("incorrect", "eval.output_file", fmt::format("{}: the outputs file is unusable: {}", label, actual.error().message));
-      continue;
-    }
-    if (auto why = compare_outputs(*expected, *actual, "", profile, totals); !why.empty())
-      out.fail("incorrect", "eval.mismatch", fmt::format("{}: {}", label, why));
-    if (auto which = mutated_input(*original, *actual); !which.empty())
-      out.fail("incorrect", "eval.input_mutated",
-               fmt::format("{}: forward changed input {} in place; inputs must be left as they were", label, which));
+// Every planned trial is judged from the comparer's results, whatever the worker reports: a
+// candidate that wrote the worker's answer itself cannot leave trials out. A trial the worker did
+// not reach (it failed before) is left to the worker's failure.
+void compare_trials(const Json& reported, const Json& planned, bool worker_ok, const Comparisons& cmp, Outcome& out,
+                    ErrorTotals& totals) {
+  std::map<int, Json> seen;
+  for (const auto& t : reported) seen[t.value("index", -1)] = t;
+  for (const auto& p : planned) {
+    const int i = p.value("index", -1);
+    const std::string label = trial_label(p);
+    const auto t = seen.find(i);
+    if (t != seen.end())
+      if (const Json mutated = t->second.value("input_mutated", Json()); mutated.is_number_integer())
+        out.fail("incorrect", "eval.input_mutated",
+                 fmt::format("{}: forward changed input {} in place; inputs must be left as they were", label,
+                             mutated.get<int>()));
+    if (!cmp.find("trial", i) && t == seen.end() && !worker_ok) continue;
+    const Json* r = compared(cmp, "trial", i, label, out);
+    if (!r) continue;
+    ++out.verdict().trials;
+    totals.add(*r);
+    if (!r->value("match", false))
+      out.fail("incorrect", "eval.mismatch", fmt::format("{}: {}", label, r->value("message", std::string("mismatch"))));
   }
 }
 
-void compare_spots(const Json& timed, const Reference& ref, const std::filesystem::path& job, std::string_view profile,
-                   Outcome& out, ErrorTotals& totals) {
+void compare_spots(const Json& timed, int planned, const Comparisons& cmp, Outcome& out, ErrorTotals& totals) {
   const auto positions = timed.value("spot_positions", std::vector<int>{});
-  auto actual = TensorFile::open(job / "spots.out.tt");
-  if (!actual) {
-    out.fail("incorrect", "eval.output_file", "the timed calls' outputs file is unusable: " + actual.error().message);
-    return;
-  }
-  for (std::size_t k = 0; k < positions.size(); ++k) {
-    auto expected = TensorFile::open(ref.dir / fmt::format("spot-{}.ref.tt", k));
-    if (!expected) continue;
-    if (auto why = compare_outputs(*expected, *actual, fmt::format("s{}.", k), profile, totals); !why.empty())
+  for (int k = 0; k < planned; ++k) {
+    const std::string label =
+        k < static_cast<int>(positions.size()) ? fmt::format("timed call {}", positions[k]) : fmt::format("spot set {}", k);
+    const Json* r = compared(cmp, "spot", k, label, out);
+    if (!r) continue;
+    totals.add(*r);
+    if (!r->value("match", false))
       out.fail("incorrect", "eval.timed_output",
-               fmt::format("timed call {} returned a wrong result (outputs of timed calls are checked): {}", positions[k], why));
+               fmt::format("{} returned a wrong result (outputs of timed calls are checked): {}", label,
+                           r->value("message", std::string("mismatch"))));
   }
 }
 
@@ -239,8 +247,7 @@ int status_rank(std::string_view status) {
   return static_cast<int>(it - kStatuses.begin());
 }
 
-void judge(const Reply& reply, const Reference& reference, const std::filesystem::path& job_dir, std::string_view profile,
-           Verdict& verdict) {
+void judge(const Reply& reply, const Reply& comparison, const Json& plan, Verdict& verdict) {
   Outcome out(verdict);
   if (reply.kind != Reply::Kind::ok) {
     const bool timed_out = reply.kind == Reply::Kind::timeout;
@@ -254,22 +261,32 @@ void judge(const Reply& reply, const Reference& reference, const std::filesystem
   verdict.phases_ms = body.value("phases_ms", Json());
   verdict.kernels = body.value("kernels", std::vector<std::string>{});
   const Json trials = body.value("trials", Json::array());
-  verdict.trials = static_cast<int>(trials.size());
+  const Json planned = plan.value("trials", Json::array());
+  const bool worker_ok = body.value("ok", false);
+  verdict.trials = 0;  // those the comparer judged
   observe(trials, out);
+  if (worker_ok && trials.size() != planned.size())
+    out.fail("hack", "runtime.report",
+             fmt::format("the worker's answer reports {} of the {} planned trials: it was not written by the worker",
+                         trials.size(), planned.size()));
   const Json timed = body.value("timed", Json::object());
   if (timed.value("threads_left", 0) > 0)
     out.fail("hack", "runtime.thread", "a timed call returned with threads still running");
   ErrorTotals totals;
-  compare_trials(trials, reference, job_dir, profile, out, totals);
-  if (body.value("ok", false)) {
-    compare_spots(timed, reference, job_dir, profile, out, totals);
+  const Comparisons cmp(comparison);
+  compare_trials(trials, planned, worker_ok, cmp, out, totals);
+  if (worker_ok) {
+    compare_spots(timed, plan.value("spots", 0), cmp, out, totals);
+  } else if (body.value("stage", std::string()) == "channel" && !cmp.ok()) {
+    out.cannot_judge("engine.compare", "the outputs could not be compared: " + cmp.why());  // the comparer's fault
   } else {
     worker_failure(body, out);
   }
   verdict.max_abs_err = totals.abs;
   verdict.max_rel_err = totals.rel;
   verdict.correct = verdict.status == "correct";
-  if (verdict.correct) verdict.message = fmt::format("correct on {} trials and the timed calls' spot checks", trials.size());
+  if (verdict.correct)
+    verdict.message = fmt::format("correct on {} trials and the timed calls' spot checks", verdict.trials);
   fill_timing(timed, verdict);
 }
 

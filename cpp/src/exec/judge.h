@@ -1,6 +1,6 @@
-// Private to exec: turning what a candidate's worker reported, and the files it wrote, into a
-// verdict. Everything that decides correctness happens here, in the engine, on files: the
-// candidate's process only ever reports observations.
+// Private to exec: turning what a candidate's worker reported, and what its trusted comparer
+// found of its outputs (compare.py), into a verdict. The candidate's process only ever reports
+// observations; its outputs are judged by the comparer, which it cannot reach.
 #pragma once
 
 #include <filesystem>
@@ -12,7 +12,8 @@
 
 namespace tritium::exec {
 
-/// One task's reference for one engine seed (reference.py wrote its files into `dir`).
+/// One task's reference for one engine seed: its plan of trials (reference.py wrote the
+/// parameters into `dir`).
 struct Reference {
   bool ok = false;
   std::string error;  // why the task's reference failed, naming the task
@@ -22,9 +23,8 @@ struct Reference {
 };
 
 /// Fills `verdict` (status, message, findings, errors, launches, timing) from the candidate
-/// worker's reply and the tensor files in `job_dir`.
-void judge(const Reply& reply, const Reference& reference, const std::filesystem::path& job_dir,
-           std::string_view profile, Verdict& verdict);
+/// worker's reply and the comparer's, given the reference's plan (its answer: trials, spots).
+void judge(const Reply& reply, const Reply& comparison, const Json& plan, Verdict& verdict);
 
 /// Fills the reference's times and the speedups of a timed verdict from the reference's timing
 /// (time_reference's answer, or {"error": why}); does nothing to an untimed verdict. The engine

@@ -78,7 +78,10 @@ std::optional<Error> Runner::ensure_started() {
   if (log_path_.empty()) log_path_ = make_log_path();
 
   process::SpawnSpec spec{{options_.python, "-m", "tritium.runner", "--channel-fd", "3", "--device", options_.device,
-                           "--role", options_.role, "--threads", std::to_string(options_.threads)},
+                           "--role", options_.role, "--threads", std::to_string(options_.threads),
+                           // the runner's parent-death signal is armed after Python starts: by then the
+                           // engine may be gone, which only its pid tells (docs/engine.md, "Lifetime")
+                           "--parent-pid", std::to_string(getpid())},
                           scrubbed_environment(),
                           child_end,
                           log_path_};

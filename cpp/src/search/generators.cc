@@ -60,7 +60,9 @@ class LocalModelGenerator : public Generator {
     close(fd);
     self->log_ = pattern;
     std::vector<std::string> argv{spec.python.empty() ? find_python() : spec.python, "-m", "tritium.model_server",
-                                  spec.spec, "--host", "127.0.0.1", "--port", "0"};
+                                  spec.spec, "--host", "127.0.0.1", "--port", "0",
+                                  // it dies with this process (its parent-death signal, docs/cli.md "Signals")
+                                  "--parent-pid", std::to_string(getpid())};
     argv.insert(argv.end(), spec.server_args.begin(), spec.server_args.end());
     auto child = process::spawn({argv, {}, -1, self->log_.string()});
     if (!child) return child.error();

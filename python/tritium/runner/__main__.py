@@ -49,8 +49,9 @@ def _device_info(request: dict) -> dict:
     props = torch.cuda.get_device_properties(index)
     # The GPU itself, whatever index CUDA_VISIBLE_DEVICES gives it: engines name its lock after it.
     uuid = getattr(props, "uuid", None)
+    free, _ = torch.cuda.mem_get_info(index)
     return {"ok": True, "name": props.name, "capability": f"{props.major}.{props.minor}",
-            "memory_gb": props.total_memory / 2**30,
+            "memory_gb": props.total_memory / 2**30, "free_gb": free / 2**30,
             "uuid": None if uuid is None else re.sub(r"[^\w.-]", "_", str(uuid))}
 
 
@@ -65,8 +66,9 @@ def main() -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--role", choices=("reference", "candidate"), default="reference")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads per worker (0: torch's default)")
+    parser.add_argument("--parent-pid", type=int, default=0, help="the engine's pid: gone already, the runner exits")
     args = parser.parse_args()
-    die_with_parent()
+    die_with_parent(args.parent_pid or None)
     device = _resolve_device(args.device)
     channel = socket.socket(fileno=args.channel_fd)
 
@@ -85,11 +87,13 @@ def main() -> int:
         warm_up()
         handlers = {"evaluate": evaluate}
     else:
-        from .reference import reference, time_reference
+        from .compare import compare
+        from .reference import footprint, reference, time_reference
         from .tasks import check_task
         from .trace import trace_task
 
-        handlers = {"check_task": check_task, "trace_task": trace_task, "reference": reference,
+        handlers = {"check_task": check_task, "trace_task": trace_task, "reference": reference, "compare": compare,
+                    "footprint": footprint,
                     "time_reference": time_reference, "device_info": _device_info, "sandbox_probe": _sandbox_probe}
     hello = _hello(device)
     protocol.write_frame(channel, hello)

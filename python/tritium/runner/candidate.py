@@ -1,9 +1,11 @@
 """The untrusted side: a candidate's ModelNew on the engine's inputs, inside the sandbox.
 
-Runs in a sandboxed worker (sandbox.py) that never sees the reference model or its outputs: only
-the inputs and the perturbed parameters the engine placed in the candidate's directory. Outputs,
-and the inputs as they were after each call, go to files the engine compares in C++; this side
-only reports what it observed (launches, PyTorch compute, threads, output types, timings).
+Runs in a sandboxed worker (sandbox.py) that never sees the reference model's outputs: it makes
+each trial's inputs from the task's get_inputs() and the engine's plan (inputs.trial_values, on
+the device), reads the perturbed parameters from the candidate's directory, and ships each set of
+outputs through the channel (channel.py) to the trusted comparer (compare.py), waiting for it
+before the next: one set at a time, in memory. This side reports what it observed (launches,
+PyTorch compute, threads, output types, inputs changed in place, timings).
 """
 
 import contextlib
@@ -16,8 +18,10 @@ import torch
 
 from . import inputs as trial_inputs
 from .monitor import Monitor, install_launch_hook, recording
+from .channel import ChannelError
+from .reference import spot_spec
 from .tasks import load_module, source_line, synchronize
-from .tensorfile import load_inputs, read_tensors, write_tensors
+from .tensorfile import read_tensors
 from .timing import GpuLock
 
 CPU_SHAPED_CALLS = 8  # on the CPU nothing is timed, but the calls a timing loop makes are checked
@@ -208,26 +212,56 @@ def _call(model, values: list, device: str, monitor: Monitor, filename: str) -> 
     return _outputs(out, device), seen
 
 
-def _checked_trials(model, request: dict, monitor: Monitor, filename: str, gpu: GpuLock) -> list[dict]:
-    device, directory = request["device"], request["dir"]
+def _planned(trial: dict) -> dict:
+    return {"index": int(trial["index"]), "mode": trial["mode"], "distribution": trial["distribution"],
+            "variant": trial.get("variant_spec")}
+
+
+def _mutated(values: list, task, spec: dict, seed: int, device: str) -> int | None:
+    """The first input that forward changed in place, found against the same inputs made again."""
+    again = trial_inputs.trial_values(task, spec, seed, device)
+    for j, (before, after) in enumerate(zip(again, values)):
+        if isinstance(after, torch.Tensor) and not trial_inputs.identical(before, after):
+            return j
+    return None
+
+
+def _ship(channel, gpu: GpuLock, what: dict, outputs: list, deadline: float | None) -> None:
+    """Hands a set of outputs to the comparer without a share of the GPU: the comparer holds one
+    for the set, copies included, and a timer queued meanwhile would otherwise keep the two
+    waiting on each other until the timer's own wait ran out."""
+    gpu.let_go()
+    try:
+        channel.ship(what, outputs, deadline)
+    except (ChannelError, OSError) as exc:
+        raise Failure("channel", f"the outputs did not reach the comparer: {exc}") from None
+    finally:
+        gpu.hold()
+
+
+def _checked_trials(model, task, request: dict, monitor: Monitor, filename: str, gpu: GpuLock) -> list[dict]:
+    device, seed, channel = request["device"], int(request["seed"]), request["channel_end"]
     report = []
     for trial in request["trials"]:
         gpu.hold()  # a compile that raised and was caught never handed the share back
-        values = load_inputs(os.path.join(directory, f"trial-{trial['index']}.in.tt"), device)
+        spec = _planned(trial)
+        values = trial_inputs.trial_values(task, spec, seed, device)
         _poison_free_memory(device, int(trial.get("output_bytes", 0)) * 2)
         getattr(model, trial["mode"])()
         outputs, seen = _call(model, values, device, monitor, filename)
-        tensors = [(f"out{i}", t) for i, t in enumerate(outputs)]
-        tensors += [(f"in{i}", v) for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
-        write_tensors(os.path.join(directory, f"trial-{trial['index']}.out.tt"), tensors)
+        seen["input_mutated"] = _mutated(values, task, spec, seed, device)
+        del values
+        _ship(channel, gpu, {"kind": "trial", "index": spec["index"]}, outputs, request.get("deadline"))
+        del outputs
         report.append({"index": trial["index"], "mode": trial["mode"], **seen})
     return report
 
 
 def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: GpuLock, phases: dict) -> dict:
     """Fresh inputs every call; the spot sets at engine-seeded positions, the last always one."""
-    device, directory = request["device"], request["dir"]
-    spots = [load_inputs(os.path.join(directory, f"spot-{k}.in.tt"), device) for k in range(request["spots"])]
+    device, task = request["device"], request["task_module"]
+    seed = int(request["seed"])
+    spots = [trial_inputs.trial_values(task, spot_spec(k), seed, device) for k in range(request["spots"])]
     fresh = trial_inputs.fresh_source(spots, request["seed"], "fresh-candidate")
     chooser = random.Random(trial_inputs.trial_seed(request["seed"], 0, "spots"))
 
@@ -267,13 +301,14 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: Gpu
             if j in spot_map:
                 result["spot_outputs"][j] = out
         stats, coverage = None, None
-    tensors = []
-    for k, j in enumerate(sorted(result["spot_outputs"])):
-        outputs = _outputs(result["spot_outputs"][j], device)
-        tensors += [(f"s{k}.out{i}", t) for i, t in enumerate(outputs)]
-    write_tensors(os.path.join(directory, "spots.out.tt"), tensors)
-    return {"stats": stats, "spot_positions": sorted(result["spot_outputs"]), "coverage": coverage,
-            "threads_left": max(0, threading.active_count() - threads_before)}
+    threads_left = max(0, threading.active_count() - threads_before)
+    positions = sorted(result["spot_outputs"])
+    del spots, fresh
+    for k, j in enumerate(positions):
+        outputs = _outputs(result["spot_outputs"].pop(j), device)
+        _ship(request["channel_end"], gpu, {"kind": "spot", "index": k}, outputs, request.get("deadline"))
+        del outputs
+    return {"stats": stats, "spot_positions": positions, "coverage": coverage, "threads_left": threads_left}
 
 
 def _spot_map(spots: list, chooser: random.Random, calls: int) -> dict[int, list]:
@@ -302,6 +337,7 @@ def evaluate(request: dict) -> dict:
     limit = request.get("timeout_s")
     give_up_at = started + float(limit) - AFTER_LOCK_WAIT_S if limit else None
     gpu = GpuLock.for_device(device, timing.get("lock_path"), timing.get("lock_wait_s"), give_up_at)
+    request["deadline"] = started + float(limit) if limit else None
     try:
         with gpu.shared():
             _evaluate(request, filename, device, monitor, gpu, answer)
@@ -309,7 +345,16 @@ def evaluate(request: dict) -> dict:
         answer.update(stage=failure.stage, error=str(failure), **failure.extra)
         if failure.line:
             answer["line"] = failure.line
+    finally:
+        _done(request.get("channel_end"))
     return answer
+
+
+def _done(channel) -> None:
+    """Tells the comparer that no more sets come (it would otherwise wait for the engine)."""
+    if channel is not None:
+        with contextlib.suppress(OSError):
+            channel.send({"done": True})
 
 
 def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: GpuLock, answer: dict) -> None:
@@ -318,15 +363,26 @@ def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: 
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
         _let_go_while_compiling(gpu, phases)
+        with _phase(phases, "pin"):
+            answer["channel_pinned"] = request["channel_end"].pin()
     install_launch_hook(monitor)
     with _phase(phases, "load"):
+        request["task_module"] = _task(request)
         model, kernels = _load(request, filename, device)
     answer["kernels"] = kernels
     with _phase(phases, "checked"):
-        answer["trials"] = _checked_trials(model, request, monitor, filename, gpu)
+        answer["trials"] = _checked_trials(model, request["task_module"], request, monitor, filename, gpu)
     request["kernels"] = kernels
     answer["timed"] = _timed_phase(model, request, monitor, filename, gpu, phases)
     answer["ok"] = True
+
+
+def _task(request: dict):
+    """The task's module, loaded before the candidate's: its get_inputs() makes the trials' inputs."""
+    try:
+        return load_module(request["task"], request.get("task_filename", "<task>"))
+    except Exception as exc:  # noqa: BLE001 - it loaded in the reference: this runtime differs
+        raise Failure("engine", f"the task did not load in the candidate's worker: {exc}") from None
 
 
 def _load(request: dict, filename: str, device: str) -> tuple[torch.nn.Module, list[str]]:

@@ -9,6 +9,7 @@ task's own distribution; the trial records what it used.
 
 import hashlib
 import random
+import sys
 
 import torch
 
@@ -33,15 +34,15 @@ def plan(trials: int) -> list[dict]:
 def redraw(tensor: torch.Tensor, distribution: str, generator: torch.Generator) -> torch.Tensor:
     if not tensor.is_floating_point() or distribution == "task":
         return tensor
-    shape, dtype = tensor.shape, tensor.dtype
+    shape, dtype, device = tensor.shape, tensor.dtype, generator.device
     if distribution == "normal":
-        values = torch.randn(shape, generator=generator)
+        values = torch.randn(shape, generator=generator, device=device)
     elif distribution == "signed_uniform":
-        values = torch.rand(shape, generator=generator) * 4 - 2
+        values = torch.rand(shape, generator=generator, device=device).mul_(4).sub_(2)
     elif distribution == "wide":
-        magnitude = torch.pow(10.0, torch.rand(shape, generator=generator) * 4 - 2)
-        sign = torch.where(torch.rand(shape, generator=generator) < 0.5, -1.0, 1.0)
-        values = sign * magnitude
+        magnitude = torch.pow(10.0, torch.rand(shape, generator=generator, device=device).mul_(4).sub_(2))
+        negative = torch.rand(shape, generator=generator, device=device) < 0.5
+        values = torch.where(negative, -magnitude, magnitude)
     elif distribution.endswith("_abs"):
         values = redraw(tensor, distribution.removesuffix("_abs"), generator).abs()
     else:
@@ -49,13 +50,47 @@ def redraw(tensor: torch.Tensor, distribution: str, generator: torch.Generator) 
     return values.to(dtype)
 
 
-def draw(get_inputs, seed: int, distribution: str) -> list:
+def _seed_everything(seed: int) -> None:
+    """Seeds every generator a get_inputs() may draw from: each process must draw the same."""
     torch.manual_seed(seed)
-    inputs = get_inputs()
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed % 2**32)
+
+
+def draw(get_inputs, seed: int, distribution: str, device: str = "cpu") -> list:
+    """The task's inputs under `seed`, floating tensors redrawn from `distribution`, on `device`.
+    Made on the device itself (get_inputs() under it as the default device): a 6.4 GB tensor drawn
+    on the host and copied over takes seconds, on an H200 milliseconds. The same seed, device type
+    and code give the same values in every process, which is how the reference, the comparer and
+    the candidate's worker agree on a trial's inputs without passing them."""
+    _seed_everything(seed)
+    with torch.device(device):
+        inputs = get_inputs()
     if not isinstance(inputs, (list, tuple)):
         raise TypeError(f"get_inputs() returned {type(inputs).__name__}; expected a list of inputs")
-    generator = torch.Generator().manual_seed(seed ^ 0x5EED)
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    generator = torch.Generator(device=device).manual_seed(seed ^ 0x5EED)
     return [redraw(x, distribution, generator) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def trial_values(module, spec: dict, seed: int, device: str) -> list:
+    """Trial `spec`'s inputs ({"index", "distribution", "variant": [name, value] or None}), as
+    every process that needs them makes them: the module's batch size set to the variant's for
+    the draw only."""
+    get_inputs = module.get_inputs
+    variant = spec.get("variant")
+    s = trial_seed(seed, spec["index"])
+    if not variant:
+        return draw(get_inputs, s, spec["distribution"], device)
+    name, value = variant
+    saved = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        return draw(get_inputs, s, spec["distribution"], device)
+    finally:
+        setattr(module, name, saved)
 
 
 def fallbacks(distribution: str) -> list[str]:
@@ -96,3 +131,14 @@ def fresh_like(inputs: list, chooser: random.Random) -> list:
         else:
             out.append(x)
     return out
+
+
+def identical(a, b) -> bool:
+    """The same input: tensors of one shape and dtype with equal elements (NaN where NaN)."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) and a == b
+    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+        return False
+    if torch.equal(a, b):
+        return True
+    return a.is_floating_point() and torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(0), b.nan_to_num(0))

@@ -1,10 +1,12 @@
-"""The trusted side: a task's reference outputs, written to files the engine compares against.
+"""The trusted side: a task's reference, its plan of trials, and its timing.
 
-Runs only task code, never a candidate's. For one (task, seed) it writes into `dir`:
+Runs only task code, never a candidate's. For one (task, seed) it writes into `dir` only
   params.tt          the model's parameters, perturbed away from their initial values
-  trial-I.in.tt      inputs of checked trial I       trial-I.ref.tt   the reference outputs
-  spot-K.in.tt       inputs of timing spot check K   spot-K.ref.tt    the reference outputs
-and, on a GPU, times the eager and the torch.compile reference by the same protocol as candidates.
+and answers the plan: each checked trial's seed index, mode, the input distribution it resolved
+to (a fallback where the task's domain rejects one) and its tensors' shapes. No trial's tensors
+are kept: the comparer (compare.py) and the candidate's worker make them again from the plan
+(inputs.trial_values), on the device. On a GPU it also times the eager and the torch.compile
+reference by the same protocol as candidates.
 """
 
 import copy
@@ -15,7 +17,7 @@ import torch
 
 from . import inputs as trial_inputs
 from .tasks import TaskFailure, describe, flatten_outputs, load_module, require, run_stage
-from .tensorfile import load_inputs, write_tensors
+from .tensorfile import write_tensors
 from .timing import GpuLock
 
 CONDITION_MARGIN = 0.25  # the share of the tolerance the reference itself may use
@@ -99,7 +101,10 @@ def _well_conditioned(model64, values: list, outputs: list, mode: str, device: s
         exact = _forward(model64, values64, mode, device)
     except Exception:  # noqa: BLE001 - a model without float64 support: nothing to compare with
         return True
-    return all(torch.allclose(a.double(), b.double(), atol=atol, rtol=atol, equal_nan=True)
+    # In chunks (compare.py): on a GPU-size output, allclose on float64 copies took 5x its bytes.
+    from .compare import compare_tensor
+
+    return all(a.shape == b.shape and compare_tensor(b, a, atol, atol)["match"]
                for a, b in zip(outputs, exact) if a.is_floating_point())
 
 
@@ -110,36 +115,32 @@ def _float64_twin(model):
         return None
 
 
-def _trial(module, model, get_inputs, spec: dict, seed: int, device: str, variant=None, model64=None,
-           atol: float = 1e-4) -> tuple:
+def _trial(module, model, spec: dict, seed: int, device: str, model64=None, atol: float = 1e-4) -> tuple:
     """Inputs and reference outputs of one trial, falling back to a distribution the task accepts:
     finite outputs, and (with a float64 twin) outputs its own dtype computes within tolerance."""
     for distribution in trial_inputs.fallbacks(spec["distribution"]):
-        s = trial_inputs.trial_seed(seed, spec["index"])
-        if variant:
-            name, value = variant
-            saved = getattr(module, name)
-            setattr(module, name, value)
-            try:
-                values = trial_inputs.draw(get_inputs, s, distribution)
-            finally:
-                setattr(module, name, saved)
-        else:
-            values = trial_inputs.draw(get_inputs, s, distribution)
+        values = trial_inputs.trial_values(module, {**spec, "distribution": distribution}, seed, device)
         outputs = _forward(model, values, spec["mode"], device)
         if distribution == "task" or (
                 _finite(outputs) and _well_conditioned(model64, values, outputs, spec["mode"], device, atol)):
             return values, outputs, distribution
+        del values, outputs  # a GPU-size trial's tensors go before the next fallback's are drawn
     raise AssertionError("unreachable: the task distribution always returns")
 
 
-def lint(module, model, get_inputs, device: str, seed: int, atol: float = 1e-4) -> tuple[list[str], bool]:
+def expected(module, model, spec: dict, seed: int, device: str) -> tuple[list, list[torch.Tensor]]:
+    """A planned trial's (or spot set's) inputs and reference outputs, its distribution resolved."""
+    values = trial_inputs.trial_values(module, spec, seed, device)
+    return values, _forward(model, values, spec["mode"], device)
+
+
+def lint(module, model, device: str, seed: int, atol: float = 1e-4) -> tuple[list[str], bool]:
     """Degenerate-task warnings under each of the engine's input distributions, in eval mode; and
     whether the task's own inputs, the trials' last fallback, are ill-conditioned (also a warning)."""
     warnings, ill_conditioned = [], False
     for i, distribution in enumerate(trial_inputs.DISTRIBUTIONS):
         spec = {"index": i, "distribution": distribution, "mode": "eval"}
-        values, outputs, used = _trial(module, model, get_inputs, spec, seed, device)
+        values, outputs, used = _trial(module, model, spec, seed, device)
         warnings += [f"{w} ({used} inputs)" for w in degenerate(outputs, values, atol)]
         if distribution == "task" and not _well_conditioned(_float64_twin(model), values, outputs, "eval", device,
                                                             atol):
@@ -149,12 +150,6 @@ def lint(module, model, get_inputs, device: str, seed: int, atol: float = 1e-4) 
             warnings.append(f"ill-conditioned: on its own inputs the task's float32 outputs are more than "
                             f"{CONDITION_MARGIN:g} of the tolerance away from float64's")
     return sorted(set(warnings)), ill_conditioned
-
-
-def _write_pair(directory: str, stem: str, values: list, outputs: list) -> None:
-    tensors, meta = _split(values)
-    write_tensors(os.path.join(directory, f"{stem}.in.tt"), tensors, meta)
-    write_tensors(os.path.join(directory, f"{stem}.ref.tt"), [(f"out{i}", t) for i, t in enumerate(outputs)])
 
 
 # A reference is timed in blocks, each under its own exclusive hold of the GPU, and the quickest
@@ -192,39 +187,60 @@ def _time_references(model, spots: list[list], device: str, gpu: GpuLock, seed: 
     return result
 
 
-def _run_trials(module, model, get_inputs, request: dict, filename: str, device: str, seed: int) -> tuple:
-    """The checked trials (plus a batch-size variant when the task has one) and the spot sets,
-    written to the task's directory: (trials, warnings)."""
-    directory = request["dir"]
+def _require_reproducible(module, spec: dict, values: list, seed: int, device: str) -> None:
+    """The comparer and the candidate's worker make each trial's inputs again: the same seed must
+    give the same inputs, in any process."""
+    again = trial_inputs.trial_values(module, spec, seed, device)
+    if len(again) != len(values) or not all(trial_inputs.identical(a, b) for a, b in zip(again, values)):
+        raise TaskFailure("inputs", "get_inputs() returned other inputs under the same seeds; the engine makes each "
+                          "trial's inputs again in every process that needs them, so they may come only from torch's, "
+                          "Python's `random` or NumPy's global generators (seeded by the engine)")
+
+
+def spot_spec(k: int) -> dict:
+    """Spot set k of the timed calls: the task's own distribution, eval mode."""
+    return {"index": 1000 + k, "distribution": "task", "mode": "eval", "variant": None}
+
+
+def _run_trials(module, model, request: dict, filename: str, device: str, seed: int) -> tuple:
+    """The checked trials (plus a batch-size variant when the task has one), each one's
+    distribution resolved and its tensors described; nothing is kept: whoever needs a trial's
+    tensors makes them again from its spec (inputs.trial_values). (trials, warnings)"""
     trials, warnings = [], []
     plan = trial_inputs.plan(int(request.get("trials", 5)))
     variant = trial_inputs.batch_variant(module)
     if variant:
-        plan.append({"index": len(plan), "distribution": "normal", "mode": "eval", "variant": variant})
+        plan.append({"index": len(plan), "distribution": "normal", "mode": "eval", "variant": list(variant)})
     atol = float(request.get("atol", 1e-4))
     model64 = _float64_twin(model)
     for spec in plan:
         try:
             values, outputs, used = run_stage(
-                "forward", "forward raised", filename, _trial, module, model, get_inputs, spec, seed, device,
-                spec.get("variant"), model64, atol)
+                "forward", "forward raised", filename, _trial, module, model, spec, seed, device, model64, atol)
         except TaskFailure:
             if spec.get("variant"):  # the task does not scale with its batch size: no variant
                 continue
             raise
-        _write_pair(directory, f"trial-{spec['index']}", values, outputs)
         warnings += [f"{w} ({used} inputs)" for w in degenerate(outputs, values, atol)]
+        if not trials:
+            _require_reproducible(module, {**spec, "distribution": used}, values, seed, device)
         trials.append({"index": spec["index"], "mode": spec["mode"], "distribution": used,
                        "variant": f"{spec['variant'][0]}={spec['variant'][1]}" if spec.get("variant") else None,
+                       "variant_spec": spec.get("variant"),
                        "inputs": describe(v for v in values if isinstance(v, torch.Tensor)),
                        "outputs": describe(outputs)})
-
-    for k in range(SPOT_SETS):
-        spec = {"index": 1000 + k, "distribution": "task", "mode": "eval"}
-        values, outputs, _ = run_stage("forward", "forward raised", filename, _trial, module, model, get_inputs,
-                                    spec, seed, device)
-        _write_pair(directory, f"spot-{k}", values, outputs)
+        del values, outputs
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()  # a GPU-size trial's blocks go back to the device, for the other jobs
     return trials, warnings
+
+
+def build(request: dict) -> tuple:
+    """(module, model on its device, filename, device, seed) as the reference had them: what the
+    comparer needs to make any planned trial's expected outputs again."""
+    filename, device, seed = _start(request)
+    module, model, _ = _build(request, filename, seed)
+    return module, model.to(device), filename, device, seed
 
 
 def _build(request: dict, filename: str, seed: int):
@@ -284,6 +300,19 @@ def _require_fit(module, init_inputs: list, seed: int, device: str) -> None:
                           "in all; make the task's tensors smaller or evaluate it on a device with more memory")
 
 
+def footprint(request: dict) -> dict:
+    """The bytes of one trial's inputs, outputs and parameters, from the task on the meta device
+    (null when its code does not run there): what the engine reserves device memory by."""
+    filename = request.get("filename") or request.get("id", "<task>")
+    try:
+        module = load_module(request["source"], filename)
+        init_inputs = list(module.get_init_inputs())
+        need = _meta_trial_bytes(module, init_inputs, int(request.get("seed", 0)))
+    except Exception:  # noqa: BLE001 - the reference itself reports what is wrong with the task
+        need = None
+    return {"ok": True, "bytes": sum(need) if need else None}
+
+
 def _start(request: dict) -> tuple[str, str, int]:
     filename = request.get("filename") or request.get("id", "<task>")
     device = request.get("device", "cpu")
@@ -300,19 +329,19 @@ def _failed(failure: TaskFailure) -> dict:
 
 
 def reference(request: dict) -> dict:
-    """Builds the reference model, perturbs it, and writes every trial's inputs and outputs."""
+    """Builds the reference model, perturbs it, writes its parameters and answers the plan."""
     filename, device, seed = _start(request)
     directory = request["dir"]
     os.makedirs(directory, exist_ok=True)
     try:
         module, model, init_inputs = _build(request, filename, seed)
-        get_inputs = require(module, "get_inputs", "get_inputs()")
+        require(module, "get_inputs", "get_inputs()")
         gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
         with gpu.shared():
             model = model.to(device)
             params = [p.detach() for p in model.parameters()]
             write_tensors(os.path.join(directory, "params.tt"), [(f"p{i}", p) for i, p in enumerate(params)])
-            trials, warnings = _run_trials(module, model, get_inputs, request, filename, device, seed)
+            trials, warnings = _run_trials(module, model, request, filename, device, seed)
 
         return {"ok": True, "init_inputs": init_inputs, "params": describe(params), "trials": trials,
                 "spots": SPOT_SETS, "warnings": sorted(set(warnings))}
@@ -321,16 +350,15 @@ def reference(request: dict) -> dict:
 
 
 def time_reference(request: dict) -> dict:
-    """The eager and torch.compile timings of a task whose reference (same source and seed) has
-    written its spot inputs to `dir`. The engine asks for them apart from the outputs, so that
-    candidates are checked while the reference compiles and is timed."""
+    """The eager and torch.compile timings of a task, on its spot sets. The engine asks for them
+    apart from the plan, so that candidates are checked while the reference compiles and is timed."""
     filename, device, seed = _start(request)
     try:
-        _, model, _ = _build(request, filename, seed)
+        module, model, _ = _build(request, filename, seed)
         gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
         with gpu.shared():
             model = model.to(device)
-            spots = [load_inputs(os.path.join(request["dir"], f"spot-{k}.in.tt"), device) for k in range(SPOT_SETS)]
+            spots = [trial_inputs.trial_values(module, spot_spec(k), seed, device) for k in range(SPOT_SETS)]
         return {"ok": True, **_timing(model, spots, device, gpu, seed)}
     except TaskFailure as failure:
         return _failed(failure)

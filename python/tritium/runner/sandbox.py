@@ -23,6 +23,7 @@ spec says `unsafe` (the engine then marks every verdict so).
 import ctypes
 import os
 import resource
+import select
 import signal
 
 from . import rootfs, seccomp
@@ -255,10 +256,19 @@ def _private_dir(directory: str) -> None:
 def _become_namespace_init() -> None:
     """Forks once more: the child is PID 1 of the new namespace, and when it exits the kernel kills
     everything the candidate started. The parent only waits and passes the child's fate on."""
+    alive_r, alive_w = os.pipe()  # the parent holds the write end until it exits, and never writes
     pid = os.fork()
     if pid == 0:
+        os.close(alive_w)
         die_with_parent()
+        # PID 1 of a new namespace sees no parent (getppid() is 0), so die_with_parent cannot tell
+        # whether the parent died before the signal was armed; the pipe can: its end of file.
+        gone = select.select([alive_r], [], [], 0)[0]
+        os.close(alive_r)
+        if gone:
+            os._exit(1)
         return
+    os.close(alive_r)
     while True:
         try:
             _, status = os.waitpid(pid, 0)

@@ -131,7 +131,7 @@ def check_task(request: dict) -> dict:
         outputs = flatten_outputs(out)
         from .reference import lint
 
-        warnings, ill_conditioned = run_stage("forward", "forward raised", filename, lint, module, model, get_inputs,
+        warnings, ill_conditioned = run_stage("forward", "forward raised", filename, lint, module, model,
                                               device, int(request.get("seed", 0)))
     except TaskFailure as failure:
         return {"ok": False, "stage": failure.stage, "error": str(failure), **({"line": failure.line} if failure.line else {})}

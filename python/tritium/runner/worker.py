@@ -15,6 +15,7 @@ import sys
 import time
 
 from . import sandbox
+from .channel import CandidateEnd
 from .lifetime import die_with_parent
 
 OUTPUT_TAIL_BYTES = 4000
@@ -70,6 +71,8 @@ def _child(handler, request: dict, result_fd: int, output_fd: int) -> None:
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         try:
+            if request.get("channel"):  # through the engine's /proc, which the sandbox hides
+                request["channel_end"] = CandidateEnd(request["channel"])
             if request.get("sandbox"):
                 request["sandbox_report"] = sandbox.enter(request["sandbox"], request.get("device", "cpu"))
             result = handler(request)

@@ -1,0 +1,148 @@
+"""The channel between a candidate's worker and its comparer, in-process: a real memfd and real
+pipes opened through /proc, as the engine makes them, with a buffer far smaller than the sets so
+that every set streams through many halves."""
+
+import os
+import threading
+
+import pytest
+import torch
+
+from tritium.runner.channel import CandidateEnd, ChannelError, ComparerEnd
+from tritium.runner.compare import compare_tensor, receive_set
+
+TOLERANCES = {"float32": (1e-4, 1e-4), "float64": (1e-4, 1e-4)}
+
+
+@pytest.fixture
+def spec():
+    """What the engine's Channel::spec() names, for a 2 x 256-byte buffer."""
+    buffer = os.memfd_create("test-outputs")
+    os.ftruncate(buffer, 512)
+    ready, go = os.pipe(), os.pipe()
+    fds = [buffer, *ready, *go]
+    yield {"pid": os.getpid(), "bytes": 512, "buffer": buffer, "ready_r": ready[0], "ready_w": ready[1],
+           "go_r": go[0], "go_w": go[1],
+           "inodes": {"buffer": os.fstat(buffer).st_ino, "ready": os.fstat(ready[0]).st_ino,
+                      "go": os.fstat(go[0]).st_ino}}
+    for fd in fds:
+        os.close(fd)
+
+
+def ship_in_thread(spec, sets):
+    """The worker's side: ships each (what, outputs) and records what went wrong, if anything."""
+    errors = []
+
+    def work():
+        end = CandidateEnd(spec)
+        try:
+            for what, outputs in sets:
+                end.ship(what, outputs, deadline=None)
+        except ChannelError as exc:
+            errors.append(str(exc))
+        end.send({"done": True})
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    return thread, errors
+
+
+def serve(spec, expected_sets):
+    end = ComparerEnd(spec)
+    results = []
+    for expected in expected_sets:
+        message = end.receive(None)
+        results.append(receive_set(end, expected, ComparerEnd.layout(message), TOLERANCES, None))
+        end.go()
+    assert end.receive(None) == {"done": True}
+    return results
+
+
+def test_sets_larger_than_the_buffer_stream_through_and_are_judged_whole(spec):
+    x = torch.randn(1000)
+    wrong = x.clone()
+    wrong[997] += 1.0  # in the last half of the last chunk
+    ints = torch.arange(300, dtype=torch.int64)
+    thread, errors = ship_in_thread(spec, [({"kind": "trial", "index": 0}, [x, ints]),
+                                           ({"kind": "trial", "index": 1}, [wrong, ints])])
+    first, second = serve(spec, [[x, ints], [x, ints]])
+    thread.join()
+    assert not errors
+    assert first["match"] and first["max_abs"] == 0.0
+    assert not second["match"] and "1 of 1000 elements differ" in second["message"]
+    assert "at index 997" in second["message"] and second["message"].startswith("output 0:")
+
+
+def test_a_wrong_shape_or_dtype_is_judged_on_the_layout_without_its_data(spec):
+    thread, errors = ship_in_thread(spec, [({"kind": "trial", "index": 0}, [torch.zeros(10, 100)]),
+                                           ({"kind": "trial", "index": 1}, [torch.zeros(1000, dtype=torch.float64)]),
+                                           ({"kind": "trial", "index": 2}, [torch.zeros(1000), torch.zeros(1)])])
+    shape, dtype, count = serve(spec, [[torch.zeros(1000)]] * 3)
+    thread.join()
+    assert not errors
+    assert "shape [1000] expected, got [10, 100]" in shape["message"]
+    assert "dtype float32 expected, got float64" in dtype["message"]
+    assert count["message"] == "1 output(s) expected, got 2"
+
+
+def test_nan_needs_nan_and_inf_the_same_inf():
+    e = torch.tensor([float("nan"), float("inf"), 1.0, 2.0])
+    assert compare_tensor(e, e.clone(), 1e-4, 1e-4)["match"]
+    flipped = torch.tensor([float("nan"), float("-inf"), 1.0, 2.0])
+    result = compare_tensor(e, flipped, 1e-4, 1e-4)
+    assert not result["match"] and "1 of 4" in result["message"]
+    unexpected = compare_tensor(torch.ones(3), torch.tensor([1.0, float("nan"), 1.0]), 1e-4, 1e-4)
+    assert "1 unexpected non-finite" in unexpected["message"]
+
+
+def test_hostile_messages_are_refused_not_trusted(spec):
+    worker = CandidateEnd(spec)
+    end = ComparerEnd(spec)
+    worker.send({"kind": "trial", "index": 0, "outputs": [{"dtype": "float32", "shape": [64]}]})
+    message = end.receive(None)
+    end.answer(send=True)
+    worker.send({"chunk": 0, "bytes": 10_000})  # beyond a half of the buffer
+    with pytest.raises(ChannelError, match="outside the buffer"):
+        list(end.pieces(torch.zeros(64), None))
+    for bad in ({"outputs": "no"}, {"outputs": [{"dtype": "float32", "shape": [-1]}]}, {"outputs": [{"shape": [1]}]}):
+        with pytest.raises(ChannelError):
+            ComparerEnd.layout(bad)
+    assert message["kind"] == "trial"
+
+
+def test_a_channel_whose_descriptors_were_reused_is_refused(spec):
+    stale = {**spec, "inodes": {**spec["inodes"], "buffer": spec["inodes"]["buffer"] + 1}}
+    with pytest.raises(ChannelError, match="no longer this job's"):
+        CandidateEnd(stale)
+
+
+def test_the_bound_is_atol_plus_rtol_times_the_expected_and_inclusive():
+    e = torch.tensor([2.0, -2.0], dtype=torch.float64)  # bound 0.5 + 0.25 * 2 = 1, exact in binary
+    assert compare_tensor(e, torch.tensor([3.0, -1.0], dtype=torch.float64), 0.5, 0.25)["match"]
+    past = torch.tensor([torch.nextafter(torch.tensor(3.0, dtype=torch.float64), torch.tensor(4.0, dtype=torch.float64)),
+                         -1.0], dtype=torch.float64)
+    assert compare_tensor(e, past, 0.5, 0.25)["message"].startswith("1 of 2 elements differ")
+    one = torch.ones(1)
+    assert compare_tensor(one, torch.tensor([1.00015]), 1e-4, 1e-4)["match"]
+    assert not compare_tensor(one, torch.tensor([1.00025]), 1e-4, 1e-4)["match"]
+
+
+def test_errors_name_the_worst_element_and_relative_errors_skip_tiny_expected_values():
+    e, a = torch.full((16,), 1.25), torch.full((16,), 1.25)
+    a[3], a[12] = 1.2, 0.75
+    c = compare_tensor(e, a, 1e-4, 1e-4)
+    assert c["message"].startswith("2 of 16 elements differ (largest differing abs err 0.5 at index 12, expected 1.25, got 0.75")
+    assert c["max_abs"] == 0.5 and c["max_rel"] == pytest.approx(0.4)
+    r = compare_tensor(torch.tensor([0.0, 2.0]), torch.tensor([0.5, 3.0]), 1.0, 0.0)
+    assert r["match"] and r["max_abs"] == 1.0 and r["max_rel"] == 0.5
+
+
+def test_integers_compare_exactly_beyond_double_precision():
+    big = 1 << 53
+    c = compare_tensor(torch.tensor([big, 5]), torch.tensor([big + 1, 5]), 0, 0)
+    assert not c["match"] and "at index 0, expected 9007199254740992, got 9007199254740993" in c["message"]
+    lo, hi = torch.iinfo(torch.int64).min, torch.iinfo(torch.int64).max
+    extremes = compare_tensor(torch.tensor([lo]), torch.tensor([hi]), 0, 0)
+    assert not extremes["match"] and extremes["max_abs"] == 2.0**64
+    assert compare_tensor(torch.tensor([True, False]), torch.tensor([True, False]), 0, 0)["match"]
+    assert not compare_tensor(torch.tensor([0], dtype=torch.uint8), torch.tensor([255], dtype=torch.uint8), 0, 0)["match"]

@@ -1,0 +1,195 @@
+"""The path a candidate's outputs take to the trusted comparer: shared memory, one set at a time.
+
+A GPU-size task's tensors are gigabytes (4096 x 393216 float32 is 6.4 GB), so neither its
+inputs nor its outputs go through files. Both sides make the inputs from the engine's seed
+(inputs.trial_values); the candidate's worker streams each output set through a small shared
+buffer and waits; the comparer (compare.py, a trusted process that never loads candidate code)
+makes the expected outputs itself, compares them piece by piece, and lets the worker go on. So
+no output set exists whole outside the candidate, and the expected outputs never reach it.
+
+The engine creates the channel for each job: a memfd (the buffer: two halves of up to 64 MB) and
+two pipes, `ready` (worker -> comparer: JSON lines) and `go` (comparer -> worker). Per set:
+  worker: {"kind", "index", "outputs": [{dtype, shape}...]}   comparer: {"send": bool}
+  (if send) worker: {"chunk": 0|1, "bytes": n} per half filled  comparer: {"free": 0|1} per half used
+  comparer: {"go": true}
+A set whose shapes or dtypes are wrong is judged on its layout alone (send false). Two halves
+let the worker fill one while the comparer compares the other; a small buffer keeps the host's
+memory free and takes milliseconds to page-lock, where a set-sized one (6.4 GB) took 5 s on the
+H200 machine. Each side opens its ends through /proc/<engine pid>/fd/N before anything untrusted
+runs: the candidate's worker before it enters its sandbox, in whose fresh /proc the engine is
+then invisible.
+"""
+
+import json
+import mmap
+import os
+import select
+import time
+
+import torch
+
+MAX_LINE = 1 << 16  # a layout line; anything longer is not ours
+
+
+class ChannelError(RuntimeError):
+    pass
+
+
+def _open(spec: dict, key: str, flags: int) -> int:
+    """One of the engine's descriptors, opened anew; it must be this job's (the engine may have
+    closed the job's and reused the number for another job's channel)."""
+    fd = os.open(f"/proc/{int(spec['pid'])}/fd/{int(spec[key])}", flags | os.O_CLOEXEC)
+    if os.fstat(fd).st_ino != int(spec["inodes"][key.split("_")[0]]):
+        os.close(fd)
+        raise ChannelError(f"the engine's {key} is no longer this job's channel")
+    return fd
+
+
+def _map(fd: int, size: int) -> mmap.mmap | None:
+    return mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) if size else None
+
+
+class _End:
+    def __init__(self, spec: dict, write_key: str, read_key: str):
+        self.size = int(spec["bytes"])
+        buffer_fd = _open(spec, "buffer", os.O_RDWR)
+        try:
+            self.buffer = _map(buffer_fd, self.size)
+        finally:
+            os.close(buffer_fd)
+        self.out_fd = _open(spec, write_key, os.O_WRONLY)
+        self.in_fd = _open(spec, read_key, os.O_RDONLY)
+        self.pending = b""
+
+    def pin(self) -> bool:
+        """Page-locks the buffer for the GPU (copies to and from it at the bus's speed, not through
+        a bounce buffer); False where the driver refuses (the copies then still work)."""
+        if self.buffer is None or os.environ.get("TRITIUM_CHANNEL_PIN", "1") == "0":
+            return False
+        try:
+            return torch.cuda.cudart().cudaHostRegister(self.host().data_ptr(), self.size, 0) == 0
+        except Exception:  # noqa: BLE001 - a runtime without the call: pageable copies
+            return False
+
+    def host(self) -> torch.Tensor:
+        """The buffer as bytes on the host (a view, not a copy)."""
+        if self.buffer is None:
+            return torch.empty(0, dtype=torch.uint8)
+        return torch.frombuffer(self.buffer, dtype=torch.uint8)
+
+    def send(self, message: dict) -> None:
+        data = (json.dumps(message) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.out_fd, view):]
+
+    def receive(self, deadline: float | None) -> dict | None:
+        """The next line as JSON; None at end of stream. Raises ChannelError past the deadline."""
+        while b"\n" not in self.pending:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self.in_fd], [], [], wait)
+            if not ready:
+                raise ChannelError("no message before the deadline")
+            chunk = os.read(self.in_fd, 1 << 16)
+            if not chunk:
+                return None
+            self.pending += chunk
+            if len(self.pending) > MAX_LINE:
+                raise ChannelError("a message longer than any layout")
+        line, _, self.pending = self.pending.partition(b"\n")
+        try:
+            message = json.loads(line)
+        except ValueError as exc:
+            raise ChannelError(f"not JSON: {exc}") from None
+        if not isinstance(message, dict):
+            raise ChannelError("a message that is not an object")
+        return message
+
+
+class CandidateEnd(_End):
+    """The worker's end: streams one output set through the buffer's two halves."""
+
+    def __init__(self, spec: dict):
+        super().__init__(spec, "ready_w", "go_r")
+
+    def ship(self, what: dict, outputs: list[torch.Tensor], deadline: float | None) -> None:
+        """Describes `outputs`; if the comparer wants their data (their shapes and dtypes are the
+        expected ones), streams it, half a buffer at a time; then waits to be let go on."""
+        self.send({**what, "outputs": [{"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
+                                       for t in outputs]})
+        reply = self._expect(deadline, "send")
+        if reply["send"] is True:
+            self._stream(outputs, deadline)
+        self._expect(deadline, "go")
+
+    def _expect(self, deadline: float | None, key: str) -> dict:
+        reply = self.receive(deadline)
+        if reply is None or key not in reply:
+            raise ChannelError("the comparer stopped answering")
+        return reply
+
+    def _stream(self, outputs: list[torch.Tensor], deadline: float | None) -> None:
+        host, half = self.host(), self.size // 2
+        outstanding, k = 0, 0
+        for t in outputs:
+            data = t.detach().contiguous().reshape(-1).view(torch.uint8)
+            for start in range(0, data.numel(), half):
+                if outstanding == 2:  # both halves full: the comparer frees one
+                    self._expect(deadline, "free")
+                    outstanding -= 1
+                n = min(half, data.numel() - start)
+                slot = k % 2
+                host[slot * half:slot * half + n].copy_(data[start:start + n])
+                self.send({"chunk": slot, "bytes": n})
+                outstanding, k = outstanding + 1, k + 1
+        for _ in range(outstanding):
+            self._expect(deadline, "free")
+
+
+class ComparerEnd(_End):
+    """The comparer's end: takes a set's layout, then its data, half a buffer at a time."""
+
+    def __init__(self, spec: dict):
+        super().__init__(spec, "go_w", "ready_r")
+
+    @staticmethod
+    def layout(message: dict) -> list[tuple[str, list[int]]]:
+        """(dtype, shape) of each shipped output; the layout comes from untrusted code."""
+        layout = message.get("outputs")
+        if not isinstance(layout, list) or len(layout) > 1024:
+            raise ChannelError("the outputs' layout is not a list")
+        seen = []
+        for entry in layout:
+            if not isinstance(entry, dict):
+                raise ChannelError("a layout entry that is not an object")
+            name, shape = entry.get("dtype"), entry.get("shape")
+            if not isinstance(name, str) or not isinstance(shape, list) or len(shape) > 16 or not all(
+                    isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 48 for d in shape):
+                raise ChannelError("a layout entry without a dtype and a shape")
+            seen.append((name, shape))
+        return seen
+
+    def pieces(self, expected: torch.Tensor, deadline: float | None):
+        """Yields (expected slice, shipped slice on the host) until `expected` is covered; each
+        shipped slice is valid until the next is asked for."""
+        flat = expected.reshape(-1)
+        size = flat.element_size()
+        host, half, done = self.host(), self.size // 2, 0
+        while done < flat.numel():
+            message = self.receive(deadline)
+            if message is None:
+                raise ChannelError("the worker stopped in the middle of a set")
+            slot, n = message.get("chunk"), message.get("bytes")
+            if slot not in (0, 1) or not isinstance(n, int) or n <= 0 or n > half or n % size or \
+                    done + n // size > flat.numel():
+                raise ChannelError("a chunk outside the buffer or the set")
+            count = n // size
+            yield flat[done:done + count], host[slot * half:slot * half + n].view(expected.dtype)
+            done += count
+            self.send({"free": slot})
+
+    def answer(self, send: bool) -> None:
+        self.send({"send": send})
+
+    def go(self) -> None:
+        self.send({"go": True})

@@ -1,0 +1,188 @@
+"""The trusted comparer: a candidate's outputs against the reference's, on the device, one set at a time.
+
+Runs beside each candidate's worker, in a trusted runner (it never loads candidate code). It builds
+the task's reference model after the engine's seed (the very model, perturbed parameters
+included, that the reference planned with), and for each output set the worker ships through the
+channel (channel.py) it makes that set's inputs and expected outputs again on the device,
+compares, and lets the worker go on. Expected outputs therefore never leave this process, and a
+GPU-size set is compared where it lies, by the GPU, instead of through gigabytes of files.
+
+The rules are the engine's (docs/engine.md, "Tolerance profiles"): same shape and dtype; a
+floating element matches when |actual - expected| <= atol + rtol * |expected|, a NaN needs a NaN
+and an inf the same inf; integers and bools are exact.
+"""
+
+import contextlib
+import time
+
+import torch
+
+from . import reference
+from .channel import ChannelError, ComparerEnd
+from .tasks import TaskFailure
+from .timing import GpuLock
+
+CHUNK = 1 << 24  # elements compared at once: bounded scratch memory whatever the tensor's size
+
+
+def _chunk_stats(x: torch.Tensor, y: torch.Tensor, atol: float, rtol: float) -> dict:
+    """Counts and extremes of one chunk (x expected, y actual, both on the comparer's device)."""
+    if x.is_floating_point() or y.is_floating_point():
+        x, y = x.double(), y.double()
+        d = (y - x).abs()
+    else:  # exact: values of one sign subtract without overflow, of opposite signs in double (never 0)
+        x, y = x.long(), y.long()
+        same_sign = (x >= 0) == (y >= 0)
+        d = torch.where(same_sign, (y - x).abs().double(), (y.double() - x.double()).abs())
+    ax = x.abs().double()
+    finite = torch.isfinite(d)
+    bad = finite & ~(d <= atol + rtol * ax)
+    if not bool(finite.all()):
+        nonfinite = ~finite
+        same = (torch.isnan(x) & torch.isnan(y)) | (x == y)  # NaN for NaN, the same inf
+        bad |= nonfinite & ~same
+        unexpected = int((torch.isfinite(x) & ~torch.isfinite(y)).sum())
+    else:
+        unexpected = 0
+    stats = {"bad": int(bad.sum()), "unexpected": unexpected, "max_abs": 0.0, "max_rel": 0.0, "worst": None}
+    if bool(finite.any()):
+        dd = torch.where(finite, d, torch.zeros((), dtype=d.dtype, device=d.device))
+        stats["max_abs"] = float(dd.max())
+        relevant = finite & (ax > atol)
+        if bool(relevant.any()):
+            stats["max_rel"] = float((dd / ax.clamp_min(atol if atol > 0 else 1e-300))[relevant].max())
+    if stats["bad"]:
+        below = torch.full((), -1.0, dtype=d.dtype, device=d.device)
+        score = torch.where(bad, torch.nan_to_num(d, nan=float("inf")), below)
+        i = int(score.argmax())
+        stats["worst"] = (i, float(score[i]), x[i].item(), y[i].item())
+    return stats
+
+
+class Tally:
+    """The comparison of one output, fed piece by piece (expected slice, actual slice)."""
+
+    def __init__(self, atol: float, rtol: float):
+        self.atol, self.rtol = atol, rtol
+        self.n = self.bad = self.unexpected = 0
+        self.max_abs = self.max_rel = 0.0
+        self.worst = None
+
+    def add(self, expected: torch.Tensor, actual: torch.Tensor) -> None:
+        for start in range(0, expected.numel(), CHUNK):
+            stop = min(expected.numel(), start + CHUNK)
+            s = _chunk_stats(expected[start:stop], actual[start:stop].to(expected.device), self.atol, self.rtol)
+            self.bad += s["bad"]
+            self.unexpected += s["unexpected"]
+            self.max_abs, self.max_rel = max(self.max_abs, s["max_abs"]), max(self.max_rel, s["max_rel"])
+            if s["worst"] and (self.worst is None or s["worst"][1] > self.worst[1]):
+                self.worst = (self.n + start + s["worst"][0], *s["worst"][1:])
+        self.n += expected.numel()
+
+    def result(self) -> dict:
+        """{"match", "message", "max_abs", "max_rel"}."""
+        out = {"match": not self.bad, "max_abs": self.max_abs, "max_rel": self.max_rel}
+        if not self.bad:
+            return {**out, "message": f"{self.n} elements within atol {self.atol:g}, rtol {self.rtol:g} "
+                                      f"(max abs err {self.max_abs:.4g})"}
+        parts = []
+        if self.worst:
+            i, err, want, got = self.worst
+            parts.append(f"largest differing abs err {err:.4g} at index {i}, expected {want}, got {got}")
+        parts.append(f"max abs err {self.max_abs:.4g}")
+        if self.unexpected:
+            parts.append(f"{self.unexpected} unexpected non-finite")
+        return {**out, "message": f"{self.bad} of {self.n} elements differ ({'; '.join(parts)})"}
+
+
+def compare_tensor(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: float) -> dict:
+    """Two tensors of the same shape, in one process (the reference's conditioning check)."""
+    tally = Tally(atol, rtol)
+    tally.add(expected.reshape(-1), actual.reshape(-1))
+    return tally.result()
+
+
+def _wrong_layout(expected: list[torch.Tensor], layout: list) -> str:
+    if len(layout) != len(expected):
+        return f"{len(expected)} output(s) expected, got {len(layout)}"
+    for i, (e, (dtype, shape)) in enumerate(zip(expected, layout)):
+        want = str(e.dtype).removeprefix("torch.")
+        wrong = []
+        if dtype != want:
+            wrong.append(f"dtype {want} expected, got {dtype}")
+        if list(shape) != list(e.shape):
+            wrong.append(f"shape {list(e.shape)} expected, got {list(shape)}")
+        if wrong:
+            return f"output {i}: {'; '.join(wrong)}"
+    return ""
+
+
+def receive_set(end: ComparerEnd, expected: list[torch.Tensor], layout: list, tolerances: dict,
+                deadline: float | None) -> dict:
+    """A shipped set against the expected outputs: the first mismatch names the output."""
+    result = {"match": True, "message": "", "max_abs": None, "max_rel": None}
+    wrong = _wrong_layout(expected, layout)
+    end.answer(send=not wrong)
+    if wrong:
+        return {**result, "match": False, "message": wrong}
+    for i, e in enumerate(expected):
+        atol, rtol = tolerances.get(str(e.dtype).removeprefix("torch."), (0.0, 0.0))
+        tally = Tally(float(atol), float(rtol))
+        for want, got in end.pieces(e, deadline):
+            tally.add(want, got)
+        c = tally.result()
+        result["max_abs"] = max(result["max_abs"] or 0.0, c["max_abs"])
+        result["max_rel"] = max(result["max_rel"] or 0.0, c["max_rel"])
+        if not c["match"] and result["match"]:
+            result.update(match=False, message=f"output {i}: {c['message']}")
+    return result
+
+
+def _specs(request: dict) -> dict:
+    """(kind, index) -> the spec that makes that set's inputs again."""
+    specs = {("trial", int(t["index"])): {"index": int(t["index"]), "mode": t["mode"],
+                                        "distribution": t["distribution"], "variant": t.get("variant_spec")}
+             for t in request["trials"]}
+    for k in range(int(request.get("spots", 0))):
+        specs[("spot", k)] = reference.spot_spec(k)
+    return specs
+
+
+def compare(request: dict) -> dict:
+    """Serves one candidate's channel until its worker is done or gone; answers every set's result."""
+    answer = {"ok": False, "sets": [], "done": False}
+    deadline = time.monotonic() + float(request.get("timeout_s", 600))
+    try:
+        end = ComparerEnd(request["channel"])
+        module, model, _, device, seed = reference.build(request)
+    except (TaskFailure, OSError) as exc:
+        return {**answer, "error": f"the comparer could not start: {exc}"}
+    gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
+    if device.startswith("cuda"):
+        answer["pinned"] = end.pin()
+    specs, tolerances = _specs(request), request.get("tolerances", {})
+    model.eval()
+    try:
+        while (message := end.receive(deadline)) is not None:
+            if message.get("done") is True:
+                answer["done"] = True
+                break
+            key = (message.get("kind"), message.get("index"))
+            result = {"kind": key[0], "index": key[1]}
+            if key not in specs:
+                result.update(match=False, message=f"an output set the plan does not have: {key}")
+            else:
+                # A share for the whole set, the worker's copies included (it holds none meanwhile);
+                # none between sets: the candidate may want the GPU to itself.
+                with gpu.shared():
+                    _, outputs = reference.expected(module, model, specs[key], seed, device)
+                    result.update(receive_set(end, outputs, ComparerEnd.layout(message), tolerances, deadline))
+                    del outputs
+            answer["sets"].append(result)
+            end.go()
+    except ChannelError as exc:
+        answer["channel_error"] = str(exc)
+        with contextlib.suppress(OSError):
+            end.send({"abort": str(exc)})  # a worker waiting for an answer fails now, not at its deadline
+    answer["ok"] = True
+    return answer
