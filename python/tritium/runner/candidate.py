@@ -212,11 +212,6 @@ def _call(model, values: list, device: str, monitor: Monitor, filename: str) -> 
     return _outputs(out, device), seen
 
 
-def _planned(trial: dict) -> dict:
-    return {"index": int(trial["index"]), "mode": trial["mode"], "distribution": trial["distribution"],
-            "variant": trial.get("variant_spec")}
-
-
 def _mutated(values: list, task, spec: dict, seed: int, device: str) -> int | None:
     """The first input that forward changed in place, found against the same inputs made again."""
     again = trial_inputs.trial_values(task, spec, seed, device)
@@ -244,7 +239,7 @@ def _checked_trials(model, task, request: dict, monitor: Monitor, filename: str,
     report = []
     for trial in request["trials"]:
         gpu.hold()  # a compile that raised and was caught never handed the share back
-        spec = _planned(trial)
+        spec = trial_inputs.planned(trial)
         values = trial_inputs.trial_values(task, spec, seed, device)
         _poison_free_memory(device, int(trial.get("output_bytes", 0)) * 2)
         getattr(model, trial["mode"])()

@@ -17,6 +17,7 @@ import time
 
 import torch
 
+from . import inputs as trial_inputs
 from . import reference
 from .channel import ChannelError, ComparerEnd
 from .tasks import TaskFailure
@@ -140,9 +141,7 @@ def receive_set(end: ComparerEnd, expected: list[torch.Tensor], layout: list, to
 
 def _specs(request: dict) -> dict:
     """(kind, index) -> the spec that makes that set's inputs again."""
-    specs = {("trial", int(t["index"])): {"index": int(t["index"]), "mode": t["mode"],
-                                        "distribution": t["distribution"], "variant": t.get("variant_spec")}
-             for t in request["trials"]}
+    specs = {("trial", int(t["index"])): trial_inputs.planned(t) for t in request["trials"]}
     for k in range(int(request.get("spots", 0))):
         specs[("spot", k)] = reference.spot_spec(k)
     return specs

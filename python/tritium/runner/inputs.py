@@ -75,6 +75,12 @@ def draw(get_inputs, seed: int, distribution: str, device: str = "cpu") -> list:
     return [redraw(x, distribution, generator) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
+def planned(trial: dict) -> dict:
+    """The spec that makes a planned trial's inputs (trial_values) from its entry in the plan."""
+    return {"index": int(trial["index"]), "mode": trial["mode"], "distribution": trial["distribution"],
+            "variant": trial.get("variant_spec")}
+
+
 def trial_values(module, spec: dict, seed: int, device: str) -> list:
     """Trial `spec`'s inputs ({"index", "distribution", "variant": [name, value] or None}), as
     every process that needs them makes them: the module's batch size set to the variant's for
