@@ -3,6 +3,10 @@
     python engine_bench.py repeatability [--runs 5]     GPU: speedup CV over separate evaluations
     python engine_bench.py throughput                   GPU: engine vs naive serial (naive_eval.py)
     python engine_bench.py cache [--device cpu|cuda]    second run of a batch from the verdict cache
+    python engine_bench.py small [--runs 3]             GPU: the example solutions (small, launch-bound kernels)
+                                                        in separate engine runs with the default slots: each
+                                                        kernel's speedups must repeat within 10% across the runs
+                                                        that do not mark it below the timing floor
     python engine_bench.py probe [--runs 5]             GPU: the relu kernel timed by triton.testing.do_bench
                                                         in-process (the baseline) next to the engine, with
                                                         clocks, to tell the harness's spread from the GPU's
@@ -90,6 +94,47 @@ def repeatability(args) -> dict:
                          "runtime_cv": statistics.pstdev(runtimes) / statistics.mean(runtimes)}
         print(f"{name}: speedup CV {cv * 100:.2f}% over {len(speedups)} evaluations (target <= 2%)")
     return summary
+
+
+SMALL_SPREAD = 1.10  # max/min speedup across engine runs, for kernels above the timing floor
+
+
+def small(args) -> dict:
+    batch = [{"id": e["id"].removesuffix("#0"), "task": e["task"], "code": e["code"]}
+             for e in example_batch(copies=1, wrong=0)]
+    runs = {e["id"]: [] for e in batch}
+    for run in range(args.runs):
+        start = time.perf_counter()
+        engine = tritium.Engine(device="cuda", seed=2000 + run)
+        verdicts = engine.evaluate(batch)
+        print(f"run {run}: {len(batch)} kernels in {time.perf_counter() - start:.1f} s ({engine.info()['jobs']} jobs)",
+              flush=True)
+        del engine
+        for v in verdicts:
+            runs[v["candidate_id"]].append({"status": v["status"], "runtime_ms": v["runtime_ms"],
+                                            "speedup_eager": v["speedup_eager"],
+                                            "below_floor": v["below_timing_floor"],
+                                            "host_bound_share": (v["runtime_stats"] or {}).get("host_bound_share")})
+    failed, summary = [], {}
+    print(f"{'kernel':36} {'runtimes ms':30} {'speedups':28} {'floor':10} spread")
+    for name, seen in runs.items():
+        above = [r["speedup_eager"] for r in seen if r["speedup_eager"] and not r["below_floor"]]
+        spread = max(above) / min(above) if len(above) >= 2 else None
+        summary[name] = {"runs": seen, "spread_above_floor": spread}
+        runtimes = " ".join(f"{r['runtime_ms']:.4f}" if r["runtime_ms"] else "-" for r in seen)
+        speedups = " ".join(f"{r['speedup_eager']:.3f}" if r["speedup_eager"] else "-" for r in seen)
+        floors = "".join("F" if r["below_floor"] else "." for r in seen)
+        print(f"{name:36} {runtimes:30} {speedups:28} {floors:10} {f'{spread:.3f}' if spread else '-'}", flush=True)
+        if any(r["status"] != "correct" for r in seen):
+            failed.append(f"{name}: not correct in every run ({[r['status'] for r in seen]})")
+        elif spread and spread > SMALL_SPREAD:
+            failed.append(f"{name}: speedups above the timing floor {spread:.3f}x apart (target <= {SMALL_SPREAD})")
+    marked = sum(r["below_floor"] for seen in runs.values() for r in seen)
+    print(f"{marked} of {sum(len(s) for s in runs.values())} timings below the timing floor")
+    for f in failed:
+        print("TARGET MISSED:", f)
+    print("all targets met" if not failed else f"{len(failed)} target(s) missed", flush=True)
+    return {"kernels": summary, "marked": marked, "failed": failed}
 
 
 def _clocks() -> str:
@@ -414,7 +459,7 @@ def scale(args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("bench", choices=("repeatability", "throughput", "cache", "probe", "scale"))
+    parser.add_argument("bench", choices=("repeatability", "throughput", "cache", "probe", "scale", "small"))
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--wrong", type=int, default=4)
@@ -427,7 +472,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="scale: only the first N items of the batch")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
-    benches = {"repeatability": repeatability, "throughput": throughput, "cache": cache, "probe": probe, "scale": scale}
+    benches = {"repeatability": repeatability, "throughput": throughput, "cache": cache, "probe": probe, "scale": scale,
+               "small": small}
     result = benches[args.bench](args)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({args.bench: result}, indent=1))

@@ -55,6 +55,16 @@ def test_the_runtime_checks_name_what_they_caught(cheat_verdicts):
     assert "batch_size=" in cheat_verdicts["hardcoded_shape.py"]["message"]
     assert "SIGSEGV" in cheat_verdicts["segfault.py"]["message"]
     assert "Network is unreachable" in cheat_verdicts["network_connect.py"]["message"]
+    assert "eval.mismatch" in rules["deep_dot_bf16.py"]
+
+
+def test_an_ill_conditioned_task_allows_the_references_own_error_and_says_so(cheat_verdicts):
+    """K = 32768: torch's float32 matmul is itself past 1e-4 from float64 near small outputs, so an
+    honest kernel summing in another order is held to a multiple of that error, with a warning."""
+    for name in ("deep_dot_honest.py", "deep_dot_bf16.py"):
+        warnings = [f for f in cheat_verdicts[name]["findings"] if f["rule"] == "eval.ill_conditioned"]
+        assert len(warnings) == 1 and warnings[0]["severity"] == "warning", cheat_verdicts[name]["findings"]
+        assert "16x" in warnings[0]["message"]
 
 
 def test_a_correct_verdict_carries_errors_launches_and_no_cpu_timing(cheat_verdicts):

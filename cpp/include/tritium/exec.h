@@ -144,6 +144,11 @@ struct Verdict {
   std::optional<double> coverage;  // share of the candidate's CUDA time in its own kernels
   Json runtime_stats;              // {n, median_ms, min_ms, p25_ms, p75_ms, max_ms, std_ms} or null
   std::string timing_note;
+  // The candidate's timing or its eager reference's was host-bound (the GPU waited for the host's
+  // launches in most calls): its runtime moves with the host's load, so its speedups are noise
+  // that rewards and search do not count (docs/engine.md, "Timing floor").
+  bool below_timing_floor = false;
+  bool compile_below_timing_floor = false;  // the same of the torch.compile reference: speedup_compile is noise
   int triton_launches = 0;
   std::vector<std::string> kernels;
   std::string device, profile;

@@ -201,10 +201,31 @@ void compare_spots(const Json& timed, int planned, const Comparisons& cmp, Outco
   }
 }
 
+// The task's float32 reference is itself past the profile's tolerance on the task's own inputs:
+// the comparer allowed a multiple of its own error (compare.py, ILL_CONDITIONED_FACTOR). Said in
+// every verdict of the task, so no one reads its `correct` as meeting the profile.
+void note_ill_conditioned(const Json& planned, const Reply& comparison, Outcome& out) {
+  double worst = 0;
+  for (const auto& t : planned)
+    for (const auto& e : t.value("reference_error", Json::array()))
+      if (e.is_number()) worst = std::max(worst, e.get<double>());
+  if (worst <= 0 || comparison.kind != Reply::Kind::ok) return;
+  out.verdict().findings.push_back(
+      {"eval.ill_conditioned", "warning", 0, 0,
+       fmt::format("the task's float32 reference is itself up to {:.3g} from float64 on its own inputs, past the "
+                   "profile's tolerance: outputs on those inputs were allowed {:g}x that error",
+                   worst, comparison.body.value("ill_conditioned_factor", 0.0))});
+}
+
 std::optional<double> number(const Json& j, const char* key) {
   if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
   return std::nullopt;
 }
+
+void add_note(Verdict& v, const std::string& note) { v.timing_note += (v.timing_note.empty() ? "" : "; ") + note; }
+
+// Timing statistics whose calls were mostly host-bound (timing.py, HOST_BOUND_SHARE).
+bool below_floor(const Json& stats) { return stats.is_object() && stats.value("below_floor", false); }
 
 void fill_timing(const Json& timed, Verdict& v) {
   if (v.status != "correct") {
@@ -222,8 +243,12 @@ void fill_timing(const Json& timed, Verdict& v) {
   if (stats.value("timed_to", std::string()) == "device")
     v.timing_note = "work outside the calling stream: timed to the device's end, less the host round trip";
   if (stats.contains("exclusive") && stats["exclusive"] == false)
-    v.timing_note += std::string(v.timing_note.empty() ? "" : "; ") +
-                     "timed while other work held the GPU (a neighbour hung past the lock wait): noisier than usual";
+    add_note(v, "timed while other work held the GPU (a neighbour hung past the lock wait): noisier than usual");
+  if (below_floor(stats)) {
+    v.below_timing_floor = true;
+    add_note(v, "below the timing floor: the GPU waited for the host's launches in most timed calls, so the "
+                "runtime is mostly the host's and its speedups are noise");
+  }
   if (const Json cov = timed.value("coverage", Json()); cov.is_object()) v.coverage = number(cov, "coverage");
 }
 
@@ -233,9 +258,15 @@ void apply_reference_timing(const Json& timing, Verdict& v) {
   if (!v.runtime_ms || !timing.is_object()) return;
   v.ref_eager_ms = number(timing.value("eager", Json()), "median_ms");
   v.ref_compile_ms = number(timing.value("compile", Json()), "median_ms");
-  if (timing.contains("error"))
-    v.timing_note += std::string(v.timing_note.empty() ? "" : "; ") +
-                     "the reference could not be timed: " + timing.value("error", std::string());
+  if (timing.contains("error")) add_note(v, "the reference could not be timed: " + timing.value("error", std::string()));
+  if (below_floor(timing.value("eager", Json()))) {
+    v.below_timing_floor = true;
+    add_note(v, "the eager reference is below the timing floor (host-bound): speedup_eager is noise");
+  }
+  if (below_floor(timing.value("compile", Json()))) {
+    v.compile_below_timing_floor = true;
+    add_note(v, "the torch.compile reference is below the timing floor (host-bound): speedup_compile is noise");
+  }
   if (*v.runtime_ms > 0) {
     if (v.ref_eager_ms) v.speedup_eager = *v.ref_eager_ms / *v.runtime_ms;
     if (v.ref_compile_ms) v.speedup_compile = *v.ref_compile_ms / *v.runtime_ms;
@@ -275,6 +306,7 @@ void judge(const Reply& reply, const Reply& comparison, const Json& plan, Verdic
   ErrorTotals totals;
   const Comparisons cmp(comparison);
   compare_trials(trials, planned, worker_ok, cmp, out, totals);
+  note_ill_conditioned(planned, comparison, out);
   if (worker_ok) {
     compare_spots(timed, plan.value("spots", 0), cmp, out, totals);
   } else if (body.value("stage", std::string()) == "channel" && !cmp.ok()) {

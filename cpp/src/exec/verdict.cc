@@ -35,6 +35,8 @@ Json to_json(const Verdict& v) {
           {"coverage", optional_number(v.coverage)},
           {"runtime_stats", v.runtime_stats},
           {"timing_note", v.timing_note},
+          {"below_timing_floor", v.below_timing_floor},
+          {"compile_below_timing_floor", v.compile_below_timing_floor},
           {"triton_launches", v.triton_launches},
           {"kernels", v.kernels},
           {"device", v.device},
@@ -71,6 +73,8 @@ Verdict verdict_from_json(const Json& j) {
   v.coverage = number_at(j, "coverage");
   v.runtime_stats = j.value("runtime_stats", Json());
   v.timing_note = j.value("timing_note", std::string());
+  v.below_timing_floor = j.value("below_timing_floor", false);
+  v.compile_below_timing_floor = j.value("compile_below_timing_floor", false);
   v.triton_launches = j.value("triton_launches", 0);
   v.kernels = j.value("kernels", std::vector<std::string>{});
   v.device = j.value("device", std::string());

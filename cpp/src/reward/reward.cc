@@ -12,8 +12,11 @@ bool is_valid(const std::string& status) {
          status != "error";
 }
 
+// A speedup measured below the timing floor is noise: the sample counts as untimed.
 std::optional<double> speedup_of(const Verdict& v, const RewardConfig& config) {
-  const auto& s = config.baseline == "compile" ? v.speedup_compile : v.speedup_eager;
+  const bool compile = config.baseline == "compile";
+  if (v.below_timing_floor || (compile && v.compile_below_timing_floor)) return std::nullopt;
+  const auto& s = compile ? v.speedup_compile : v.speedup_eager;
   if (s && std::isfinite(*s) && *s > 0) return s;
   return std::nullopt;
 }

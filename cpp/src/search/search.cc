@@ -13,10 +13,12 @@
 namespace tritium::search {
 namespace {
 
-bool better(const Verdict& a, const Verdict& b) {  // is a better than the current best b?
+// Is a better than the current best b? A time below the timing floor (mostly the host's launch
+// time) is noise: it never makes a kernel better.
+bool better(const Verdict& a, const Verdict& b) {
   if (!a.correct) return false;
   if (!b.correct) return true;
-  return a.runtime_ms && (!b.runtime_ms || *a.runtime_ms < *b.runtime_ms);
+  return a.runtime_ms && !a.below_timing_floor && (!b.runtime_ms || *a.runtime_ms < *b.runtime_ms);
 }
 
 // How far a verdict got: its status's place in the pipeline (correct last).

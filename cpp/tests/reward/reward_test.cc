@@ -96,6 +96,32 @@ TEST(Reward, CompileBaseline) {
   EXPECT_EQ(one(verdict("correct", 2.0, 0.8), c).scalar, 0.8);
 }
 
+// A verdict as the engine wrote it for a launch-bound sigmoid whose timed calls mostly waited on
+// the host (tests/fixtures/verdicts/below_timing_floor.json): its speedup of 0.24 is noise.
+TEST(Reward, SpeedupBelowTheTimingFloorCountsAsUntimed) {
+  const auto text = read_file(TRITIUM_SOURCE_DIR "/tests/fixtures/verdicts/below_timing_floor.json");
+  ASSERT_TRUE(text);
+  const Verdict v = verdict_from_json(Json::parse(*text));
+  ASSERT_TRUE(v.below_timing_floor);
+  ASSERT_TRUE(v.speedup_eager);
+  RewardConfig c;  // hrd
+  const Reward r = one(v, c);
+  EXPECT_FALSE(r.speedup);
+  EXPECT_EQ(r.r_speedup, 1.0);  // as fast as the reference
+  EXPECT_EQ(r.plan, 1.0);
+  EXPECT_EQ(r.code, 1.0);
+  c.scheme = RewardScheme::drtriton;  // the noise does not split the group's weights either
+  std::vector<Verdict> g{v, verdict("correct", 1.0)};
+  for (const auto& x : group_rewards(g, c)) EXPECT_NEAR(x.scalar, 1.0, 1e-12);
+  c.scheme = RewardScheme::speedup;  // the compile baseline's own floor counts for it alone
+  c.baseline = "compile";
+  Verdict compile_only = verdict("correct", 2.0, 2.0);
+  compile_only.compile_below_timing_floor = true;
+  EXPECT_EQ(one(compile_only, c).r_speedup, 1.0);
+  c.baseline = "eager";
+  EXPECT_EQ(one(compile_only, c).r_speedup, 2.0);
+}
+
 TEST(Reward, Blended) {
   RewardConfig c;
   c.scheme = RewardScheme::blended;

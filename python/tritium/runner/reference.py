@@ -86,26 +86,34 @@ def degenerate(outputs: list[torch.Tensor], values: list, atol: float) -> list[s
     return found
 
 
-def _well_conditioned(model64, values: list, outputs: list, mode: str, device: str, atol: float) -> bool:
-    """Whether the task's own dtype computes these inputs well within the tolerance: its outputs
-    must agree with a float64 evaluation of the same model to CONDITION_MARGIN of it. A wide-range
-    input to a long reduction can cancel terms far above the tolerance; and an honest kernel that
-    sums in another order errs as much as the reference in another direction, so the reference
-    alone must leave it most of the tolerance (seen: a tl.dot matmul 1.2x the tolerance away from
-    torch's, on a trial where torch's own error was inside it)."""
+def _conditioning(model64, values: list, outputs: list, mode: str, device: str, atol: float) -> tuple[bool, list]:
+    """Whether the task's own dtype computes these inputs well within the tolerance, and its own
+    error: the largest |float32 - float64| of each output (0.0 where not floating; [] without a
+    float64 twin). Well within means its outputs agree with a float64 evaluation of the same model to
+    CONDITION_MARGIN of the tolerance. A wide-range input to a long reduction can cancel terms far
+    above the tolerance; and an honest kernel that sums in another order errs as much as the
+    reference in another direction, so the reference alone must leave it most of the tolerance
+    (seen: a tl.dot matmul 1.2x the tolerance away from torch's, on a trial where torch's own error
+    was inside it)."""
     atol *= CONDITION_MARGIN
     if model64 is None:
-        return True
+        return True, []
     try:
         values64 = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
         exact = _forward(model64, values64, mode, device)
     except Exception:  # noqa: BLE001 - a model without float64 support: nothing to compare with
-        return True
+        return True, []
     # In chunks (compare.py): on a GPU-size output, allclose on float64 copies took 5x its bytes.
     from .compare import compare_tensor
 
-    return all(a.shape == b.shape and compare_tensor(b, a, atol, atol)["match"]
-               for a, b in zip(outputs, exact) if a.is_floating_point())
+    well, errors = True, []
+    for a, b in zip(outputs, exact):
+        if not a.is_floating_point() or a.shape != b.shape:
+            errors.append(0.0)
+            continue
+        c = compare_tensor(b, a, atol, atol)
+        well, errors = well and c["match"], [*errors, c["max_abs"]]
+    return well, errors
 
 
 def _float64_twin(model):
@@ -116,14 +124,20 @@ def _float64_twin(model):
 
 
 def _trial(module, model, spec: dict, seed: int, device: str, model64=None, atol: float = 1e-4) -> tuple:
-    """Inputs and reference outputs of one trial, falling back to a distribution the task accepts:
-    finite outputs, and (with a float64 twin) outputs its own dtype computes within tolerance."""
+    """Inputs, reference outputs, resolved distribution and the reference's own error of one trial,
+    falling back to a distribution the task accepts: finite outputs, and (with a float64 twin)
+    outputs its own dtype computes within tolerance. The task's own distribution, the last
+    fallback, is taken however its dtype computes it; the reference's own error is then the
+    largest |float32 - float64| of each output when that is past CONDITION_MARGIN of the tolerance
+    (the comparer widens the tolerance by it, ILL_CONDITIONED_FACTOR), else None."""
     for distribution in trial_inputs.fallbacks(spec["distribution"]):
         values = trial_inputs.trial_values(module, {**spec, "distribution": distribution}, seed, device)
         outputs = _forward(model, values, spec["mode"], device)
-        if distribution == "task" or (
-                _finite(outputs) and _well_conditioned(model64, values, outputs, spec["mode"], device, atol)):
-            return values, outputs, distribution
+        if distribution == "task":
+            well, errors = _conditioning(model64, values, outputs, spec["mode"], device, atol)
+            return values, outputs, distribution, None if well else errors
+        if _finite(outputs) and _conditioning(model64, values, outputs, spec["mode"], device, atol)[0]:
+            return values, outputs, distribution, None
         del values, outputs  # a GPU-size trial's tensors go before the next fallback's are drawn
     raise AssertionError("unreachable: the task distribution always returns")
 
@@ -140,10 +154,10 @@ def lint(module, model, device: str, seed: int, atol: float = 1e-4) -> tuple[lis
     warnings, ill_conditioned = [], False
     for i, distribution in enumerate(trial_inputs.DISTRIBUTIONS):
         spec = {"index": i, "distribution": distribution, "mode": "eval"}
-        values, outputs, used = _trial(module, model, spec, seed, device)
+        values, outputs, used, _ = _trial(module, model, spec, seed, device)
         warnings += [f"{w} ({used} inputs)" for w in degenerate(outputs, values, atol)]
-        if distribution == "task" and not _well_conditioned(_float64_twin(model), values, outputs, "eval", device,
-                                                            atol):
+        if distribution == "task" and not _conditioning(_float64_twin(model), values, outputs, "eval", device,
+                                                        atol)[0]:
             # Trials fall back to these inputs whatever the task's dtype makes of them: a kernel
             # that sums in another order than PyTorch then misses the tolerance by chance.
             ill_conditioned = True
@@ -215,7 +229,7 @@ def _run_trials(module, model, request: dict, filename: str, device: str, seed: 
     model64 = _float64_twin(model)
     for spec in plan:
         try:
-            values, outputs, used = run_stage(
+            values, outputs, used, own_error = run_stage(
                 "forward", "forward raised", filename, _trial, module, model, spec, seed, device, model64, atol)
         except TaskFailure:
             if spec.get("variant"):  # the task does not scale with its batch size: no variant
@@ -228,7 +242,7 @@ def _run_trials(module, model, request: dict, filename: str, device: str, seed: 
                        "variant": f"{spec['variant'][0]}={spec['variant'][1]}" if spec.get("variant") else None,
                        "variant_spec": spec.get("variant"),
                        "inputs": describe(v for v in values if isinstance(v, torch.Tensor)),
-                       "outputs": describe(outputs)})
+                       "outputs": describe(outputs), "reference_error": own_error})
         del values, outputs
         if device.startswith("cuda"):
             torch.cuda.empty_cache()  # a GPU-size trial's blocks go back to the device, for the other jobs

@@ -30,6 +30,11 @@ LOCK_WAIT_S = 30.0  # a timer waits this long for exclusivity, then times anyway
 # without it: a timer waiting out a hung neighbour must not stall every candidate on the GPU
 # (normally the gate opens once the sharers drained and the queued timers timed: a second or two).
 GATE_WAIT_S = 5.0
+# A timing is below the floor when more than this share of its calls were host-bound (the host
+# still launching when the GPU finished the L2 flush): then even the median carries the host's
+# launch time, which moves with whatever else the host does (on the H200, one sigmoid of 64 x 1000
+# timed 0.041 ms in one engine run and 0.008 ms in another, 8 slots compiling beside it).
+HOST_BOUND_SHARE = 0.25
 
 
 class GpuLock:
@@ -187,26 +192,36 @@ class Timer:
         cycles = max(1, int(ms / self.ms_per_cycle))
         return lambda: torch.cuda._sleep(cycles)
 
-    def call(self, fn, inputs: list) -> tuple[object, float, float]:
-        """(output, ms to the calling stream's end, ms to the device's end)."""
+    def call(self, fn, inputs: list) -> tuple[object, float, float, bool]:
+        """(output, ms to the calling stream's end, ms to the device's end, host-bound). The flush
+        keeps the GPU busy while the host launches the call: when the host's launching outlasts
+        the flush, the GPU waited for it and the call's time includes the host's (host-bound)."""
+        flush, start, stream_end, device_end = (torch.cuda.Event(enable_timing=True) for _ in range(4))
+        flush.record()
         self.flush_buffer.zero_()
-        start, stream_end, device_end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+        launching = time.perf_counter()
         start.record()
         out = fn(*inputs)
         stream_end.record()
+        host_ms = (time.perf_counter() - launching) * 1000
         torch.cuda.synchronize()
         device_end.record()
         device_end.synchronize()
-        return out, start.elapsed_time(stream_end), start.elapsed_time(device_end)
+        host_bound = host_ms > flush.elapsed_time(start)
+        return out, start.elapsed_time(stream_end), start.elapsed_time(device_end), host_bound
 
     def round_trip(self, ms: float) -> float:
         """Device end less stream end of calls that keep only the calling stream busy for `ms`."""
         sleep = self._sleep(min(ms, ROUND_TRIP_MAX_MS))
-        return statistics.median(d - s for _, s, d in (self.call(sleep, []) for _ in range(ROUND_TRIP_CALLS)))
+        return statistics.median(d - s for _, s, d, _ in (self.call(sleep, []) for _ in range(ROUND_TRIP_CALLS)))
 
-    def runtimes(self, calls: list[tuple[float, float]]) -> tuple[list[float], dict]:
+    def runtimes(self, calls: list[tuple[float, float, bool]]) -> tuple[list[float], dict]:
         """The calls' runtimes: stream times, unless the device-wide end shows work the calling
-        stream did not wait for (side streams): then device times less the host round trip."""
+        stream did not wait for (side streams): then device times less the host round trip. The
+        info says which, and the share of host-bound calls (below the timing floor past
+        HOST_BOUND_SHARE)."""
+        host_bound = sum(h for _, _, h in calls) / len(calls)
+        calls = [(s, d) for s, d, _ in calls]
         stream_ms = statistics.median(s for s, _ in calls)
         # Calibrated on sleeps as long as the device's work: the host then waits in the
         # synchronize as it did in the timed calls. Sleeps as long as the stream's (near zero when
@@ -215,7 +230,8 @@ class Timer:
         # the honest 0.22 ms on the H200.
         round_trip = self.round_trip(statistics.median(d for _, d in calls))
         hidden = statistics.median(d - s for s, d in calls) - round_trip
-        info = {"round_trip_ms": round_trip, "hidden_ms": max(0.0, hidden)}
+        info = {"round_trip_ms": round_trip, "hidden_ms": max(0.0, hidden), "host_bound_share": host_bound,
+                "below_floor": host_bound > HOST_BOUND_SHARE}
         if hidden > max(HIDDEN_MIN_MS, HIDDEN_SHARE * stream_ms):
             return [max(s, d - round_trip) for s, d in calls], {**info, "timed_to": "device"}
         return [s for s, _ in calls], {**info, "timed_to": "stream"}
@@ -257,8 +273,8 @@ def measure(fn, fresh_inputs, device: str, spot: dict[int, list] | None = None, 
     timed, spot_outputs = [], {}
     for j in range(calls):
         inputs = spot[j] if j in spot else fresh_inputs(j)
-        out, stream_ms, device_ms = timer.call(fn, inputs)
-        timed.append((stream_ms, device_ms))
+        out, stream_ms, device_ms, host_bound = timer.call(fn, inputs)
+        timed.append((stream_ms, device_ms, host_bound))
         if j in spot:
             spot_outputs[j] = out
     times, info = timer.runtimes(timed)
