@@ -395,11 +395,17 @@ def scale(args) -> dict:
         del engine
     disk_peak = disk.peak[0] - disk.start[0]
     gpu_peak = [p - s for p, s in zip(gpu.peak, gpu.start)] if gpu.start else None
+    print(f"engine: memory waits {info.get('memory_waits')}, retries alone {info.get('memory_retries')}, "
+          f"disk waits {info.get('disk_waits')}", flush=True)
     print(f"engine: {len(batch)} items in {engine_s:.1f} s ({info['jobs']} jobs); peak disk "
           f"+{disk_peak / 2**30:.2f} GiB ({disk_peak / free_at_start * 100:.2f}% of the free space)", flush=True)
     if gpu.start:
         print(f"  peak GPU memory used (MiB, per GPU): {gpu.peak}, +{gpu_peak} over the start", flush=True)
 
+    for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
+        print(f"  {entry['id']:42} {verdict['status']:21} {(verdict.get('eval_ms') or 0) / 1000:6.1f} s "
+              f"{verdict.get('runtime_ms') or '-'} ms  {sorted({str(f.get('rule')) for f in verdict['findings']})}",
+              flush=True)
     naive, naive_s, naive_gpu_peak = None, None, None
     if not args.only_engine:
         with Peak(_gpu_memory_mib) as naive_gpu:

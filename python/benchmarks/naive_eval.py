@@ -2,6 +2,9 @@
 candidate, in one fresh process. Import torch and triton, load the task and the candidate into
 this process, build both models after the same seed, check 5 random trials with allclose, then
 time 100 calls with CUDA events (after warm-up, same inputs each call). Prints one JSON line.
+One departure, in the baseline's favour: get_inputs() runs with the device as the default device.
+KernelBench draws on the host and copies; at KernelBench's sizes that alone took 70-80 s an item on
+the H200 machine (a 4096 x 393216 torch.randn on the host is seconds, five trials and a copy each).
 
     python naive_eval.py TASK.py CANDIDATE.py [--device cuda|cpu]
 
@@ -37,7 +40,8 @@ def main(task_path: str, candidate_path: str, device: str = "cuda") -> dict:
     with torch.no_grad():
         for trial in range(5):
             torch.manual_seed(trial)
-            inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in task.get_inputs()]
+            with torch.device(device):
+                inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in task.get_inputs()]
             expected, actual = model(*inputs), model_new(*inputs)
             if not torch.allclose(expected, actual, atol=1e-4, rtol=1e-4):
                 return {"status": "incorrect", "seconds": time.perf_counter() - start}
