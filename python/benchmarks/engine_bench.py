@@ -404,8 +404,8 @@ def scale(args) -> dict:
 
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
         print(f"  {entry['id']:42} {verdict['status']:21} {(verdict.get('eval_ms') or 0) / 1000:6.1f} s "
-              f"{verdict.get('runtime_ms') or '-'} ms  {sorted({str(f.get('rule')) for f in verdict['findings']})}",
-              flush=True)
+              f"{verdict.get('runtime_ms') or '-'} ms  {sorted({str(f.get('rule')) for f in verdict['findings']})} "
+              f"phases s {({k: round(v / 1000, 1) for k, v in (verdict.get('phases_ms') or {}).items()})}", flush=True)
     naive, naive_s, naive_gpu_peak = None, None, None
     if not args.only_engine:
         with Peak(_gpu_memory_mib) as naive_gpu:
@@ -423,6 +423,7 @@ def scale(args) -> dict:
                 "engine": verdict["status"], "message": verdict.get("message"), "eval_ms": verdict.get("eval_ms"),
                 "rules": sorted({str(f.get("rule")) for f in verdict.get("findings") or []}),
                 "runtime_ms": verdict.get("runtime_ms"), "speedup_eager": verdict.get("speedup_eager"),
+                "phases_ms": verdict.get("phases_ms"), "below_timing_floor": verdict.get("below_timing_floor"),
                 "naive": nv.get("status"), "naive_runtime_ms": nv.get("runtime_ms"), "naive_wall_s": nv.get("wall_s")}
         items.append(item)
 

@@ -134,8 +134,12 @@ std::size_t channel_bytes(const Json& body) {
 
 // A CUDA allocation that failed: beside other jobs the estimates of what each holds were short,
 // so the job runs again alone; alone, the failure stands.
+// torch's OutOfMemoryError says "CUDA out of memory"; an allocation inside a kernel launch or a
+// library call surfaces as AcceleratorError "CUDA error: out of memory" (an honest argmax on the
+// H200 beside 7 GPU-size jobs, 2026-12-02), or as cuBLAS's own status.
 bool out_of_memory(std::string_view text) {
   return text.find("CUDA out of memory") != std::string_view::npos ||
+         text.find("CUDA error: out of memory") != std::string_view::npos ||
          text.find("CUBLAS_STATUS_ALLOC_FAILED") != std::string_view::npos;
 }
 
