@@ -116,7 +116,7 @@ def small(args) -> dict:
                                             "below_floor": v["below_timing_floor"],
                                             "host_bound_share": (v["runtime_stats"] or {}).get("host_bound_share")})
     failed, summary = [], {}
-    print(f"{'kernel':36} {'runtimes ms':30} {'speedups':28} {'floor':10} spread")
+    print(f"{'kernel':36} {'runtimes ms':30} {'speedups':28} {'floor':10} {'host-bound':18} spread")
     for name, seen in runs.items():
         above = [r["speedup_eager"] for r in seen if r["speedup_eager"] and not r["below_floor"]]
         spread = max(above) / min(above) if len(above) >= 2 else None
@@ -124,7 +124,9 @@ def small(args) -> dict:
         runtimes = " ".join(f"{r['runtime_ms']:.4f}" if r["runtime_ms"] else "-" for r in seen)
         speedups = " ".join(f"{r['speedup_eager']:.3f}" if r["speedup_eager"] else "-" for r in seen)
         floors = "".join("F" if r["below_floor"] else "." for r in seen)
-        print(f"{name:36} {runtimes:30} {speedups:28} {floors:10} {f'{spread:.3f}' if spread else '-'}", flush=True)
+        shares = " ".join(f"{r['host_bound_share']:.2f}" if r["host_bound_share"] is not None else "-" for r in seen)
+        print(f"{name:36} {runtimes:30} {speedups:28} {floors:10} {shares:18} {f'{spread:.3f}' if spread else '-'}",
+              flush=True)
         if any(r["status"] != "correct" for r in seen):
             failed.append(f"{name}: not correct in every run ({[r['status'] for r in seen]})")
         elif spread and spread > SMALL_SPREAD:
