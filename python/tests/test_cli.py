@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import EXAMPLE_TASKS, FIXTURES
+from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS, FIXTURES
 
 # TRITIUM_BIN: a build's own executable (a worktree's build/), instead of the installed one.
 TRITIUM = (os.environ.get("TRITIUM_BIN") or shutil.which("tritium", path=os.path.dirname(sys.executable))
@@ -56,6 +56,24 @@ def test_a_missing_suite_names_the_path_and_the_fix():
 
 def test_a_bad_device_is_refused():
     assert run("tasks", EXAMPLE_TASKS, "--check", "--device", "tpu").returncode == 2
+
+
+@pytest.mark.parametrize("flags", [("--device", "banana"), ("--device", "gpu"), ("--device", "cuda:x"), ("--jobs", "-3"),
+                                   ("--profile", "loose"), ("--trials", "2")])
+def test_evals_bad_engine_options_are_usage_errors_before_any_work(flags):
+    task, solution = EXAMPLE_TASKS / "level1" / "01_relu.py", EXAMPLE_SOLUTIONS / "level1" / "01_relu.py"
+    result = run("eval", task, solution, *flags)
+    assert result.returncode == 2, (flags, result.stderr)
+    assert result.stderr.startswith("tritium: error:") and flags[1] in result.stderr
+
+
+def test_an_empty_suite_or_candidates_directory_is_a_usage_error(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run("eval", "--tasks", empty, "--candidates", EXAMPLE_SOLUTIONS)
+    assert result.returncode == 2 and f"{empty}: no tasks" in result.stderr
+    result = run("eval", "--tasks", EXAMPLE_TASKS, "--candidates", empty)
+    assert result.returncode == 2 and f"{empty}: no candidates" in result.stderr
 
 
 def test_listing_a_suite_in_text_and_json():

@@ -227,6 +227,13 @@ def test_a_runner_without_triton_is_refused_at_creation(tmp_path):
         tritium.Engine(device="cpu", python=str(python))
 
 
+@pytest.mark.parametrize("options, named", [({"device": "banana"}, "device 'banana'"), ({"device": "gpu"}, "device 'gpu'"),
+                                             ({"jobs": -3}, "jobs -3"), ({"trials": 4}, "trials 4")])
+def test_options_no_machine_can_honour_are_refused_before_any_runner_starts(options, named):
+    with pytest.raises(RuntimeError, match=named):
+        tritium.Engine(python="/no/such/python", **options)  # the options fail first: no runner is tried
+
+
 def test_a_task_too_large_for_the_device_is_an_error_naming_what_it_needs():
     oversized = RUNTIME / "tasks" / "oversized_relu.py"
     engine = tritium.Engine(device="cpu", jobs=1, static_check=False)

@@ -41,9 +41,30 @@ def test_a_bad_config_fails_at_construction():
 def test_verl_compute_score_contract(monkeypatch, local):
     monkeypatch.setattr(client_module, "_default", local)
     result = verl_hook.compute_score("kernelbench", RESPONSE, TASK, {"index": 0})
-    assert result == {"score": pytest.approx(1.1), "correct": 1.0, "valid": 1.0, "speedup": 0.0}
+    assert result == {"score": pytest.approx(1.1), "correct": 1.0, "valid": 1.0, "speedup": 0.0, "engine_error": 0.0}
     by_id = verl_hook.compute_score("kernelbench", "no code at all", "level1/01_relu")
-    assert by_id["score"] == 0.0 and by_id["valid"] == 0.0
+    assert by_id["score"] == 0.0 and by_id["valid"] == 0.0 and by_id["engine_error"] == 0.0
+    # verl passes its reward_kwargs (and routers their own) as keywords
+    assert verl_hook.compute_score("kernelbench", RESPONSE, TASK, {}, reward_router_address=None)["correct"] == 1.0
+
+
+def test_verl_loads_the_file_by_path_as_its_loader_does(monkeypatch, local):
+    """verl's custom_reward_function.path: spec_from_file_location under a name of no package."""
+    monkeypatch.setattr(client_module, "_default", local)
+    spec = importlib.util.spec_from_file_location("custom_module", verl_hook.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.compute_score("kernelbench", RESPONSE, TASK, {"index": 0})["correct"] == 1.0
+
+
+def test_verl_batch_scores_a_group_together_and_flags_what_the_engine_could_not_judge(monkeypatch, local):
+    monkeypatch.setattr(client_module, "_default", local)
+    scores = verl_hook.compute_score_batch(data_sources=["kb"] * 3, solution_strs=[RESPONSE, "I cannot.", RESPONSE],
+                                           ground_truths=[TASK, TASK, "level1/no_such_task"], extra_infos=[{}] * 3,
+                                           some_reward_kwarg=1)
+    assert [s["correct"] for s in scores] == [1.0, 0.0, 0.0]
+    assert [s["engine_error"] for s in scores] == [0.0, 0.0, 1.0]  # an unknown task: not the model's fault
+    assert scores[0]["score"] == pytest.approx(1.1) and scores[2]["score"] == 0.0
 
 
 def test_trl_reward_function_contract(monkeypatch, local):

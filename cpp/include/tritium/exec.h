@@ -120,6 +120,13 @@ struct EngineOptions {
                                   // (Engine::create refuses otherwise); every verdict says `unsafe`
 };
 
+/// Why `device` names no device the engine knows ("cpu", "cuda", "cuda:N", "auto"), or nothing when it does.
+std::optional<std::string> device_error(std::string_view device);
+
+/// Why these options cannot make an engine whatever the machine (a value the user gave is out of
+/// range or unknown), or nothing. Engine::create checks it first.
+std::optional<std::string> engine_options_error(const EngineOptions& options);
+
 /// One candidate to evaluate against one task.
 struct EvalItem {
   std::string id;          // names the candidate in verdicts and messages

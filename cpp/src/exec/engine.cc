@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -634,11 +635,27 @@ struct Engine::Impl {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
-Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
-  if (options.python.empty()) options.python = find_python();
+std::optional<std::string> device_error(std::string_view device) {
+  if (device == "cpu" || device == "cuda" || device == "auto") return std::nullopt;
+  if (device.starts_with("cuda:") && device.size() > 5 &&
+      std::all_of(device.begin() + 5, device.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return fmt::format("device '{}' is none of cpu, cuda, cuda:N (N a GPU's index) or auto", device);
+}
+
+std::optional<std::string> engine_options_error(const EngineOptions& options) {
+  if (auto error = device_error(options.device)) return error;
+  if (options.jobs < 0) return fmt::format("jobs {} is negative; give a count, or 0 for the default", options.jobs);
   if (!exec::tolerance_for(options.profile, "float32"))
-    return Error{fmt::format("unknown --profile {}; use one of: {}", options.profile, fmt::join(exec::profile_names(), ", "))};
-  if (options.trials < 5) return Error{fmt::format("--trials {} is too few; the protocol needs at least 5", options.trials)};
+    return fmt::format("unknown profile {}; use one of: {}", options.profile, fmt::join(exec::profile_names(), ", "));
+  if (options.trials < 5) return fmt::format("trials {} is too few; the protocol needs at least 5", options.trials);
+  if (!(options.timeout_s > 0)) return fmt::format("timeout {} s: it must be positive", options.timeout_s);
+  return std::nullopt;
+}
+
+Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
+  if (auto error = engine_options_error(options)) return Error{*error};
+  if (options.python.empty()) options.python = find_python();
   auto impl = std::make_unique<Impl>();
   exec::reclaim_work_dirs(fs::temp_directory_path());  // left by engines killed outright
   auto work = exec::WorkDir::create(options.work_dir, options.keep_files);

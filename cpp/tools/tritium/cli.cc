@@ -17,6 +17,10 @@ int fail(int code, const std::string& message) {
   return code;
 }
 
+int engine_failure(const EngineOptions& options, const Error& error) {
+  return fail(engine_options_error(options) ? kUsage : kEnvironment, error.message);
+}
+
 void print_json(const Json& document) { std::cout << document.dump() << std::endl; }
 
 bool is_terminal(int fd) { return isatty(fd) == 1; }
@@ -86,10 +90,14 @@ EngineOptions EngineFlags::options() const {
 }
 
 void add_engine_flags(CLI::App* app, EngineFlags& f) {
-  app->add_option("--device", f.engine.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  app->add_option("--device", f.engine.device, "cpu, cuda, cuda:N or auto")
+      ->check(CLI::Validator([](std::string& d) { return device_error(d).value_or(""); }, "DEVICE"))
+      ->capture_default_str();
   app->add_option("--profile", f.engine.profile, "Tolerance profile: kernelbench, strict, legacy")->capture_default_str();
   app->add_option("--trials", f.engine.trials, "Checked trials per candidate (at least 5)")->capture_default_str();
-  app->add_option("--jobs", f.engine.jobs, "Candidate workers (0: one per core; at most 8 on a GPU)")->capture_default_str();
+  app->add_option("--jobs", f.engine.jobs, "Candidate workers (0: one per core; at most 8 on a GPU)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app->add_option("--timeout", f.engine.timeout_s, "Seconds each candidate may take")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -74,6 +74,10 @@ void add_model_flags(CLI::App* app, ModelFlags& flags, const std::string& model_
 /// Replaces this process with `python -m MODULE ARGS...` (the Python stages: train, serve-model).
 int exec_python_module(const std::string& python, const std::string& module, const std::vector<std::string>& args);
 
+/// Engine::create's failure as an exit: options the user gave wrong are usage errors, the rest the
+/// environment's.
+int engine_failure(const EngineOptions& options, const Error& error);
+
 /// Prints "tritium: error: MESSAGE" on stderr and returns `code`.
 int fail(int code, const std::string& message);
 

@@ -75,8 +75,9 @@ std::variant<std::unique_ptr<SamplingRun>, int> start(const SampleCliOptions& o,
   auto generator = search::open_generator(o.model.resolved(&run.suite));
   if (!generator) return fail(kEnvironment, generator.error().message);
   run.generator = std::move(*generator);
-  auto engine = Engine::create(o.engine.options());
-  if (!engine) return fail(kEnvironment, engine.error().message);
+  const EngineOptions engine_options = o.engine.options();
+  auto engine = Engine::create(engine_options);
+  if (!engine) return engine_failure(engine_options, engine.error());
   run.engine = std::move(*engine);
   if (!done.empty()) std::cerr << fmt::format("tritium: resuming: {} tasks done, {} to go\n", done.size(), run.todo.size());
   return owned;

@@ -71,8 +71,9 @@ int run_data_sft(const DataOptions& o) {
     else ++dropped[v.status];
   }
   if (!o.no_evaluate && !kept.empty()) {
-    auto engine = Engine::create(o.engine.options());
-    if (!engine) return fail(kEnvironment, engine.error().message);
+    const EngineOptions engine_options = o.engine.options();
+    auto engine = Engine::create(engine_options);
+    if (!engine) return engine_failure(engine_options, engine.error());
     std::vector<EvalItem> items;
     for (const auto* c : kept) items.push_back({c->task.id, c->task, c->response, true, Json::object()});
     Progress progress(items.size());

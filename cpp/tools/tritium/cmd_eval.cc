@@ -58,7 +58,14 @@ Result<CandidateBatch> load_batch(EvalOptions& o, Suite& suite) {
   auto loaded = load_suite(tasks);
   if (!loaded) return loaded.error();
   suite = std::move(*loaded);
-  return load_candidates(suite, candidates);
+  if (suite.tasks.empty() && suite.problems.empty())
+    return Error{fmt::format("{}: no tasks (no .py task files, or an empty .jsonl)", tasks)};
+  auto batch = load_candidates(suite, candidates);
+  if (batch && batch->items.empty() && batch->problems.empty())
+    return Error{fmt::format("{}: no candidates (expected <task id>.py files, <task id>/<sample>.py, or JSONL lines "
+                             "{{\"task_id\", \"code\"}})",
+                             candidates)};
+  return batch;
 }
 
 int run_eval(EvalOptions& o) {
@@ -71,8 +78,9 @@ int run_eval(EvalOptions& o) {
     if (!out) return fail(kUsage, fmt::format("cannot write {}", o.out));
   }
   const auto start = std::chrono::steady_clock::now();
-  auto engine = Engine::create(o.engine.options());
-  if (!engine) return fail(kEnvironment, engine.error().message);
+  const EngineOptions engine_options = o.engine.options();
+  auto engine = Engine::create(engine_options);
+  if (!engine) return engine_failure(engine_options, engine.error());
 
   std::vector<Verdict> verdicts;
   for (const auto& p : batch->problems) verdicts.push_back(problem_verdict(p));

@@ -52,8 +52,9 @@ int run_search(const SearchCliOptions& o) {
   } else if (o.candidate.empty()) {
     return fail(kUsage, "give --generator, --candidate, or both");
   }
-  auto engine = Engine::create(o.engine.options());
-  if (!engine) return fail(kEnvironment, engine.error().message);
+  const EngineOptions engine_options = o.engine.options();
+  auto engine = Engine::create(engine_options);
+  if (!engine) return engine_failure(engine_options, engine.error());
   search::SearchOptions options = o.search;
   if (!o.candidate.empty()) {
     auto code = read_file(o.candidate);

@@ -51,7 +51,7 @@ int run_serve(ServeCliOptions& o) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   auto server = Server::create(o.serve);
-  if (!server) return fail(kEnvironment, server.error().message);
+  if (!server) return engine_failure(o.serve.engine, server.error());
   std::cout << fmt::format("tritium serve: listening on http://{}:{}\n", o.serve.host, (*server)->port()) << std::flush;
   std::thread waiter([&] {
     int signal = 0;

@@ -119,7 +119,7 @@ int validate_solutions(const std::vector<synth::SynthTask>& tasks, const SynthCl
   // in six, inputs on which an honest fused matmul missed the fp32 tolerance at one element.
   options.seed = o.synth.seed;
   auto engine = Engine::create(options);
-  if (!engine) return fail(kEnvironment, engine.error().message);
+  if (!engine) return engine_failure(options, engine.error());
   Progress progress(items.size());
   std::size_t done = 0;
   Json failures = Json::array();  // each failed solution, with the engine's reason
