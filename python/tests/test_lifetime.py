@@ -112,14 +112,15 @@ def test_a_stopped_eval_ends_every_process_it_started_and_removes_its_work_direc
     _assert_nothing_left(processes, tmp_path)
 
 
-def test_a_stopped_search_ends_every_process_it_started_and_removes_its_work_directory(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stopped_search_ends_every_process_it_started_and_removes_its_work_directory(tmp_path, sig):
     proc = _start_eval(tmp_path, command=["search", "--task", str(TASK), "--candidate", str(SLOW),
                                           "--out", str(tmp_path / "search")])
     processes = _descendants(proc.pid)
     assert _runners(processes)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGTERM, stderr
+    assert proc.returncode == -sig, stderr
     _assert_nothing_left(processes, tmp_path)
 
 
@@ -159,14 +160,15 @@ def test_the_next_engine_reclaims_the_directory_of_one_killed_with_its_guard(tmp
         assert _work_dirs(tmp_path) == sorted([held, no_lock])
 
 
-def test_a_stopped_server_ends_its_runners_and_removes_its_work_directory(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stopped_server_ends_its_runners_and_removes_its_work_directory(tmp_path, sig):
     proc = subprocess.Popen([TRITIUM, "serve", "--port", "0", "--tasks", str(TASK), *ENGINE_FLAGS], env=_env(tmp_path),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     assert re.search(r"listening on http://", line), (line, proc.stderr.read() if proc.poll() is not None else "")
     processes = _descendants(proc.pid)
     assert _runners(processes) and _work_dirs(tmp_path)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     proc.communicate(timeout=60)
     assert proc.returncode == 0  # serve drains, then exits 0
     _assert_nothing_left(processes, tmp_path)
@@ -208,7 +210,8 @@ device = "cpu"
 """
 
 
-def test_a_stopped_train_ends_its_data_child_and_the_child_s_runners(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stopped_train_ends_its_data_child_and_the_child_s_runners(tmp_path, sig):
     config = tmp_path / "data.toml"
     config.write_text(TRAIN.format(out=tmp_path / "run"))
     proc = subprocess.Popen([TRITIUM, "train", "--config", str(config)], env=_env(tmp_path),
@@ -221,14 +224,15 @@ def test_a_stopped_train_ends_its_data_child_and_the_child_s_runners(tmp_path):
     child = _wait_for(lambda: data_child() or proc.poll() is not None, 240, "`tritium data sft` to start its engine")
     assert proc.poll() is None, proc.communicate()
     processes = _descendants(proc.pid)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGTERM
+    assert proc.returncode == -sig
     assert child in processes
     _assert_nothing_left(processes, tmp_path)
 
 
-def test_a_stopped_bench_ends_its_model_server_and_removes_its_work_directory(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stopped_bench_ends_its_model_server_and_removes_its_work_directory(tmp_path, sig):
     from tritium.train import models
 
     model_dir = tmp_path / "tiny"
@@ -245,7 +249,7 @@ def test_a_stopped_bench_ends_its_model_server_and_removes_its_work_directory(tm
     _wait_for(lambda: model_server() or proc.poll() is not None, 180, "the model server to start")
     assert proc.poll() is None, proc.communicate()
     processes = _descendants(proc.pid)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGTERM, stderr
+    assert proc.returncode == -sig, stderr
     _assert_nothing_left(processes, tmp_path)

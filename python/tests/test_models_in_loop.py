@@ -91,6 +91,16 @@ def test_the_server_refuses_bad_requests_and_wrong_keys(server):
         client.completions.create(model="tiny", prompt="x", stream=True)
     with pytest.raises(openai.AuthenticationError):
         openai_client(server, key="wrong").models.list()
+    for field, value in (("logprobs", True), ("tools", [{"type": "function", "function": {"name": "f"}}]),
+                         ("response_format", {"type": "json_object"})):
+        with pytest.raises(openai.BadRequestError, match=field):  # refused, never silently ignored
+            client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "x"}], **{field: value})
+
+
+def test_max_completion_tokens_bounds_the_answer(server):
+    chat = openai_client(server).chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": "relu kernel"}], max_completion_tokens=4, temperature=0.8)
+    assert chat.usage.completion_tokens <= 4
 
 
 def test_concurrent_requests_share_a_batch(server):

@@ -66,6 +66,9 @@ def _number(body: dict, key: str, default, kind, lo, hi):
     return kind(value)
 
 
+UNSUPPORTED = ("logprobs", "top_logprobs", "tools", "tool_choice", "functions", "response_format")
+
+
 def parse_sampling(body: dict, max_tokens_limit: int) -> Sampling:
     stop = body.get("stop") or []
     if isinstance(stop, str):
@@ -77,10 +80,16 @@ def parse_sampling(body: dict, max_tokens_limit: int) -> Sampling:
         raise RequestError("'seed' must be an integer")
     if body.get("stream"):
         raise RequestError("streaming is not supported by tritium serve-model")
+    for field in UNSUPPORTED:  # refused, not ignored: a client relying on one would get less than it asked
+        if body.get(field) not in (None, False, [], {}) and not (field == "response_format" and
+                                                                 body[field] == {"type": "text"}):
+            raise RequestError(f"'{field}' is not supported by tritium serve-model")
+    # OpenAI's newer name wins over the older one
+    tokens_key = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
     return Sampling(n=_number(body, "n", 1, int, 1, MAX_N),
                     temperature=_number(body, "temperature", 1.0, float, 0.0, 2.0),
                     top_p=_number(body, "top_p", 1.0, float, 1e-6, 1.0),
-                    max_tokens=_number(body, "max_tokens", min(256, max_tokens_limit), int, 1, max_tokens_limit),
+                    max_tokens=_number(body, tokens_key, min(256, max_tokens_limit), int, 1, max_tokens_limit),
                     stop=tuple(stop), seed=seed)
 
 

@@ -82,6 +82,8 @@ struct ClientOptions {
   int max_retries = 4;        // on 408, 409, 429, 5xx, refused connections and timeouts
   double backoff_s = 1.0;     // first retry's wait; doubles each time, with jitter, up to backoff_max_s
   double backoff_max_s = 30;
+  Json extra_body = Json::object();  // fields added to every request (top_k, chat_template_kwargs, ...);
+                                     // the client's own (n, messages, sampling) are not overridden
 };
 
 /// What a client has done so far (thread-safe counters).

@@ -84,7 +84,9 @@ Result<std::vector<Generation>> parse_choices(const std::string& body, bool chat
     if (chat) {
       const Json message = c.contains("message") && c["message"].is_object() ? c["message"] : Json::object();
       g.text = text_or_empty(message, "content");
-      const std::string reasoning = text_or_empty(message, "reasoning_content");
+      // vLLM and SGLang's reasoning parsers: "reasoning" in current vLLM, "reasoning_content" before.
+      std::string reasoning = text_or_empty(message, "reasoning_content");
+      if (reasoning.empty()) reasoning = text_or_empty(message, "reasoning");
       if (!reasoning.empty() && g.text.find("<think>") == std::string::npos)
         g.text = fmt::format("<think>\n{}\n</think>\n\n{}", reasoning, g.text);
     } else {
@@ -129,6 +131,8 @@ struct LlmClient::Impl {
     } else {
       body["prompt"] = prompt;
     }
+    for (const auto& [key, value] : options.extra_body.items())
+      if (!body.contains(key)) body[key] = value;
     return body;
   }
 

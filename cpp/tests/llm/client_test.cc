@@ -164,6 +164,28 @@ TEST_F(FaultServer, AReasoningModelsThinkingBecomesThePlan) {
   EXPECT_EQ((*got)[0].text, "<think>\nfuse\n</think>\n\n```python\nx = 1\n```");
 }
 
+TEST_F(FaultServer, CurrentVllmsReasoningFieldBecomesThePlanToo) {
+  handler_ = [this](const httplib::Request&, httplib::Response& res) {
+    reply(res, 200, {{"choices", {{{"index", 0}, {"message", {{"content", "code"}, {"reasoning", "tile by 128"}}}}}}});
+  };
+  auto got = client()->generate("p", {});
+  ASSERT_TRUE(got);
+  EXPECT_EQ((*got)[0].text, "<think>\ntile by 128\n</think>\n\ncode");
+}
+
+TEST_F(FaultServer, ExtraBodyFieldsReachTheServerWithoutOverridingTheClients) {
+  handler_ = [this](const httplib::Request&, httplib::Response& res) { reply(res, 200, completion(1)); };
+  ClientOptions o;
+  o.base_url = "http://127.0.0.1:" + std::to_string(port_);
+  o.extra_body = {{"top_k", 20}, {"chat_template_kwargs", {{"enable_thinking", true}}}, {"n", 7}};
+  auto c = LlmClient::create(o);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE((*c)->generate("p", {}));
+  EXPECT_EQ(last_body_["top_k"], 20);
+  EXPECT_EQ(last_body_["chat_template_kwargs"]["enable_thinking"], true);
+  EXPECT_EQ(last_body_["n"], 1);  // the client's own field stands
+}
+
 TEST_F(FaultServer, ManyPromptsKeepTheirOrderAndTheirOwnErrors) {
   handler_ = [this](const httplib::Request& req, httplib::Response& res) {
     const std::string prompt = Json::parse(req.body)["messages"][0]["content"];

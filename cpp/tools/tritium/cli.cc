@@ -124,6 +124,7 @@ search::GeneratorSpec ModelFlags::resolved(const Suite* tasks) const {
   g.spec = model;
   g.tasks = tasks;
   g.client.chat = !completions;
+  if (!extra_body.empty()) g.client.extra_body = Json::parse(extra_body);
   g.server_args.insert(g.server_args.end(), {"--device", model_device});
   return g;
 }
@@ -144,6 +145,15 @@ void add_model_flags(CLI::App* app, ModelFlags& f, const std::string& model_flag
       ->capture_default_str();
   app->add_option("--retries", f.spec.client.max_retries, "Retries on 429, 5xx, timeouts")->capture_default_str();
   app->add_option("--system-prompt", f.spec.client.system_prompt, "A system message before the task prompt");
+  app->add_option("--extra-body", f.extra_body,
+                  "A JSON object of fields added to every request (e.g. '{\"top_k\": 20, "
+                  "\"chat_template_kwargs\": {\"enable_thinking\": true}}')")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            const Json j = Json::parse(text, nullptr, false);
+            return j.is_object() ? std::string() : std::string("not a JSON object");
+          },
+          "JSON"));
   app->add_flag("--completions", f.completions, "Use /v1/completions with the raw prompt instead of chat");
   app->add_option("--model-device", f.model_device, "A model directory's device: auto, cpu, cuda, cuda:N")
       ->capture_default_str();

@@ -67,6 +67,7 @@ struct ModelFlags {
   int concurrency = 4;
   std::string model_device = "auto";
   bool completions = false;
+  std::string extra_body;        // a JSON object (checked at parsing)
   search::GeneratorSpec resolved(const Suite* tasks) const;  // the flags applied
 };
 void add_model_flags(CLI::App* app, ModelFlags& flags, const std::string& model_flag);
