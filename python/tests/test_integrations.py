@@ -79,6 +79,16 @@ def test_trl_reward_function_contract(monkeypatch, local):
     assert by_column == pytest.approx([1.1, 0.0])
 
 
+def test_trl_tells_what_the_engine_could_not_judge_from_a_wrong_answer(local):
+    columns = {"prompts": ["p", "p"], "completions": [RESPONSE, RESPONSE], "task_id": ["level1/01_relu", "level1/nope"]}
+    assert trl_hook.make_reward(local)(**columns) == [pytest.approx(1.1), None]  # TRL leaves None out
+    assert trl_hook.make_reward(local, on_error="zero")(**columns) == [pytest.approx(1.1), 0.0]
+    with pytest.raises(RuntimeError, match="could not judge"):
+        trl_hook.make_reward(local, on_error="raise")(**columns)
+    with pytest.raises(ValueError, match="on_error"):
+        trl_hook.make_reward(local, on_error="ignore")
+
+
 def test_remote_endpoints_fail_over_to_a_live_server():
     server = Server()
     try:

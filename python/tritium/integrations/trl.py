@@ -21,10 +21,26 @@ def _text(message) -> str:
     return str(message)
 
 
-def make_reward(client: RewardClient | None = None, name: str = "triton_reward"):
-    """A GRPO reward function scoring with `client` (default: tritium.integrations.default_client())."""
+ON_ERROR = ("none", "zero", "raise")
 
-    def reward(prompts, completions, **kwargs) -> list[float]:
+
+def make_reward(client: RewardClient | None = None, name: str = "triton_reward", on_error: str = "none"):
+    """A GRPO reward function scoring with `client` (default: tritium.integrations.default_client()).
+    `on_error`: what a completion the engine could not judge (status `error`: an outage, a broken
+    or unknown task; not the model's fault) gets: "none" (TRL's "no reward for this sample": left
+    out of the sum and shown as NaN in its logs), "zero" (the same as a wrong answer), or "raise"
+    (the step fails: better than training on an outage)."""
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
+
+    def score(scored: dict) -> float | None:
+        if scored["verdict"].get("status") != "error":
+            return float(scored["reward"]["scalar"])
+        if on_error == "raise":
+            raise RuntimeError(f"the engine could not judge a completion: {scored['verdict'].get('message')}")
+        return None if on_error == "none" else 0.0
+
+    def reward(prompts, completions, **kwargs) -> list[float | None]:
         tasks, task_ids = kwargs.get("task"), kwargs.get("task_id")
         items = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
@@ -38,8 +54,7 @@ def make_reward(client: RewardClient | None = None, name: str = "triton_reward")
             elif (source := api.task_in_prompt(prompt_text)) is not None:
                 item["task"] = source
             items.append(item)
-        scored = (client or default_client()).score(items)
-        return [float(s["reward"]["scalar"]) for s in scored]
+        return [score(s) for s in (client or default_client()).score(items)]
 
     reward.__name__ = name  # TRL logs each reward function under its name
     return reward
