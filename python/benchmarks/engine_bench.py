@@ -379,7 +379,8 @@ def _naive(batch: list[dict], device: str) -> tuple[list[dict], float]:
 
 
 def scale(args) -> dict:
-    batch = scale_batch(small=args.small)[:args.limit or None]
+    batch = [e for e in scale_batch(small=args.small) if not args.only or any(k in e["id"] for k in args.only)]
+    batch = batch[:args.limit or None]
     device = args.device
     options = {"device": device}
     if args.jobs != [0]:
@@ -437,6 +438,8 @@ def scale(args) -> dict:
               f"{'/'.join(entry['expect'])}; {', '.join(item['rules']) or '-'}", flush=True)
         if verdict["status"] not in entry["expect"]:
             print(f"    engine: {str(verdict.get('message'))[:300]}", flush=True)
+            tail = (verdict.get("stderr_tail") or "").strip().splitlines()[-25:]
+            print("\n".join(f"    | {line}" for line in tail), flush=True)
 
     failed = []
     for item in items:
@@ -479,6 +482,8 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="scale: the suite's reduced sizes (suite.json)")
     parser.add_argument("--only-engine", action="store_true", help="scale: skip the naive serial baseline")
     parser.add_argument("--limit", type=int, default=0, help="scale: only the first N items of the batch")
+    parser.add_argument("--only", type=lambda s: s.split(","), default=[],
+                        help="scale: only the items whose id contains one of these (comma-separated)")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     benches = {"repeatability": repeatability, "throughput": throughput, "cache": cache, "probe": probe, "scale": scale,

@@ -146,3 +146,39 @@ def test_integers_compare_exactly_beyond_double_precision():
     assert not extremes["match"] and extremes["max_abs"] == 2.0**64
     assert compare_tensor(torch.tensor([True, False]), torch.tensor([True, False]), 0, 0)["match"]
     assert not compare_tensor(torch.tensor([0], dtype=torch.uint8), torch.tensor([255], dtype=torch.uint8), 0, 0)["match"]
+
+
+FAILING_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 6.40 GiB")
+
+
+def get_inputs():
+    return [torch.randn(8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_comparer_that_fails_tells_the_waiting_worker_at_once(spec):
+    """Its own failure (out of memory beside other jobs) must not leave the worker waiting for an
+    answer until its timeout: it is told, and the comparer's error (which the engine retries alone
+    on) goes up."""
+    from tritium.runner.compare import compare
+
+    thread, errors = ship_in_thread(spec, [({"kind": "trial", "index": 0}, [torch.zeros(8)])])
+    request = {"source": FAILING_TASK, "filename": "failing.py", "device": "cpu", "seed": 3, "channel": spec,
+               "trials": [{"index": 0, "mode": "eval", "distribution": "task"}], "spots": 0,
+               "tolerances": {"float32": [1e-4, 1e-4]}, "timeout_s": 60}
+    with pytest.raises(Exception, match="out of memory"):
+        compare(request)
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert errors and "comparer" in errors[0]

@@ -105,6 +105,9 @@ def test_bombs_are_contained_and_the_engine_stays_healthy():
         assert verdicts[name]["status"] in EXPECTED[name]["status"] + ["timeout"], verdicts[name]["message"]
     assert verdicts["neighbour"]["status"] == "correct", verdicts["neighbour"]["message"]
     assert len(verdicts["stdout_flood.py"]["stderr_tail"]) <= 4000
+    # A timeout says where the worker was stuck: its stacks, written just before it was killed.
+    stuck = verdicts["infinite_loop.py"]
+    assert stuck["status"] == "timeout" and "in forward" in stuck["stderr_tail"], stuck["stderr_tail"][-800:]
     (after,) = engine.evaluate([item("honest_relu.py", id="after the bombs")])
     assert after["status"] == "correct", after["message"]
     left = processes()

@@ -171,17 +171,19 @@ time.sleep(600)
     assert not any(alive(p) for p in [runner_pid, *children])
 
 
-def test_fresh_timed_inputs_are_new_values_from_the_same_draw():
-    import torch
-    from tritium.runner.inputs import fresh_source
+def test_fresh_timed_inputs_are_new_draws_of_the_tasks_own_inputs():
+    import types
 
-    base = [[torch.randn(64, 33), torch.arange(5), 3]]
-    fresh = fresh_source(base, seed=7, salt="fresh")
+    import torch
+    from tritium.runner.inputs import fresh_source, trial_values
+
+    task = types.SimpleNamespace(get_inputs=lambda: [torch.randn(64, 33), torch.randint(0, 9, (5,)), 3])
+    fresh = fresh_source(task, seed=7, salt="fresh", device="cpu")
     calls = [fresh(j) for j in range(20)]
     for x, ints, scalar in calls:
-        assert x.shape == base[0][0].shape and not torch.equal(x, base[0][0])
-        assert torch.equal(x.reshape(-1).sort().values, base[0][0].reshape(-1).sort().values)  # same values
-        assert torch.equal(ints, base[0][1]) and scalar == 3
-    assert len({tuple(c[0].reshape(-1)[:4].tolist()) for c in calls}) > 15  # the calls differ from each other
-    again = fresh_source(base, seed=7, salt="fresh")
+        assert x.shape == (64, 33) and x.dtype == torch.float32 and ints.shape == (5,) and scalar == 3
+    assert len({tuple(c[0].reshape(-1)[:4].tolist()) for c in calls}) == 20  # every call sees new values
+    again = fresh_source(task, seed=7, salt="fresh", device="cpu")
     assert all(torch.equal(again(j)[0], calls[j][0]) for j in range(20))  # deterministic per seed
+    planned = [trial_values(task, {"index": i, "distribution": "task"}, 7, "cpu")[0] for i in range(20)]
+    assert not any(torch.equal(p, c[0]) for p in planned for c in calls)  # never a checked set again

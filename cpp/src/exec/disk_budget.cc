@@ -125,19 +125,28 @@ DiskGate::DiskGate(FreeBytes free_bytes, std::function<void()> make_room, std::u
 // twice errs on the side of room.
 std::unique_ptr<DiskGate::Pass> DiskGate::enter(std::uintmax_t bytes) {
   std::unique_lock lock(mutex_);
-  const auto fits = [&] { return in_flight_ == 0 || free_bytes_() >= reserved_ + bytes + margin_; };
+  const std::uint64_t ticket = next_ticket_++;
+  waiting_.insert(ticket);
+  const auto fits = [&] {
+    return *waiting_.begin() == ticket && (in_flight_ == 0 || free_bytes_() >= reserved_ + bytes + margin_);
+  };
   bool waited = false;
   while (!fits()) {
-    lock.unlock();
-    make_room_();
-    lock.lock();
-    if (fits()) break;
+    if (*waiting_.begin() == ticket) {  // only the first in line frees room for itself
+      lock.unlock();
+      make_room_();
+      lock.lock();
+      if (fits()) break;
+    }
     waited = true;
     left_.wait_for(lock, std::chrono::seconds(1));  // the free space also moves outside the engine
   }
   if (waited) ++waits_;
+  waiting_.erase(ticket);
   reserved_ += bytes;
   ++in_flight_;
+  lock.unlock();
+  left_.notify_all();  // the next in line may fit too
   return std::make_unique<Pass>(*this, bytes);
 }
 

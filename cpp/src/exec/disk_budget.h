@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "judge.h"
@@ -82,7 +83,10 @@ class DiskGate {
     std::uintmax_t bytes_;
   };
 
-  // Waits until `bytes` fit beside the jobs in flight (at once when none is), then admits.
+  // Waits until `bytes` fit beside the jobs in flight (at once when none is) and every request
+  // that came before has entered, then admits. First come, first served: a large request is not
+  // passed over by smaller ones for good (on the H200 a 6.4 GB elementwise job waited 151 s while
+  // later, smaller jobs and timings went in ahead of it).
   std::unique_ptr<Pass> enter(std::uintmax_t bytes);
   std::uintmax_t waits() const { return waits_; }  // admissions that had to wait, for tests
 
@@ -96,6 +100,8 @@ class DiskGate {
   std::condition_variable left_;
   std::uintmax_t reserved_ = 0;
   int in_flight_ = 0;
+  std::uint64_t next_ticket_ = 0;
+  std::set<std::uint64_t> waiting_;  // tickets of the requests not admitted yet, oldest first
   std::atomic<std::uintmax_t> waits_{0};
 };
 

@@ -144,15 +144,26 @@ bool out_of_memory(std::string_view text) {
          text.find("CUBLAS_STATUS_ALLOC_FAILED") != std::string_view::npos;
 }
 
-// What a job holds on its device at its peak, both sides together: the candidate's worker its
-// parameters, three spot sets and the fresh inputs of a timed call, one more set to check for
-// changes, the outputs of a call, three held spot outputs and the poisoned scratch; the comparer
-// the parameters, a set of inputs and expected outputs; plus CUDA contexts and chunk scratch.
+// What a job holds on its device at its peak, both sides together, phase by phase (the worker
+// empties its allocator's cache between phases): in the checked trials the worker a set of inputs,
+// the same made again (the mutation check) and its outputs, or the inputs and the poisoned
+// scratch (two output sets), while the comparer makes a set's inputs and expected outputs; in the
+// timed calls the worker one call's fresh inputs, its outputs and three held spot outputs. Plus
+// the parameters on both sides, CUDA contexts and the comparer's chunk scratch.
 std::uintmax_t job_memory(const Json& body, bool gpu) {
   std::uintmax_t params = 0;
   for (const auto& p : body.value("params", Json::array())) params += tensor_bytes(p);
   const std::uintmax_t in = largest_set(body, "inputs"), out = largest_set(body, "outputs");
-  return 2 * params + 7 * in + 7 * out + (gpu ? std::uintmax_t{3} << 30 : std::uintmax_t{1} << 28);
+  const std::uintmax_t peak = std::max({3 * in + 2 * out, 2 * in + 3 * out, in + 4 * out});
+  return 2 * params + peak + (gpu ? std::uintmax_t{3} << 30 : std::uintmax_t{1} << 28);
+}
+
+// What a task's reference timing holds: the parameters, a timed call's inputs and outputs, the
+// next call's inputs and the compiled model's own buffers (about an output set), and a context.
+std::uintmax_t timing_memory(const Json& body) {
+  std::uintmax_t params = 0;
+  for (const auto& p : body.value("params", Json::array())) params += tensor_bytes(p);
+  return params + 2 * largest_set(body, "inputs") + 2 * largest_set(body, "outputs") + (std::uintmax_t{1} << 30);
 }
 
 // Long-lived threads over one job queue; a job gets its worker's index. Runners' parent-death
@@ -387,6 +398,7 @@ struct Engine::Impl {
       if (!timings.emplace(key, timing->get_future().share()).second) return;  // timed before a trim
     }
     timers.submit([this, timing, ref, request = task_request("time_reference", task, ref->dir)](int) {
+      const auto room = memory->enter(timing_memory(ref->body));
       const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
       // A reference that cannot be timed leaves its candidates untimed, with the reason.
       if (reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false))
@@ -485,7 +497,13 @@ struct Engine::Impl {
 
   // Judges the candidate; a timed one gets `timing`, its reference's timing, to apply when it lands.
   void run_candidate(int slot, const Task& task, const std::string& code, Verdict& v, std::shared_future<Json>& timing) {
+    Json engine_phases = Json::object();  // where the engine's side of the job spent its time
+    auto since = [&engine_phases, start = Clock::now()](const char* name) mutable {
+      engine_phases[name] = engine_phases.value(name, 0.0) + ms_since(start);
+      start = Clock::now();
+    };
     const auto lease = reference_for(task);
+    since("engine.reference");
     const exec::Reference& ref = *lease;
     if (!ref.ok) {
       v.status = "error";
@@ -511,9 +529,13 @@ struct Engine::Impl {
     } else {
       const Verdict unjudged = v;
       for (const bool alone : {false, true}) {
+        since("engine.prepare");
         const auto room = memory->enter(alone ? memory_budget : job_memory(ref.body, device == "cuda"));
+        since("engine.admission");
         auto [reply, comparison] = run_job(slot, task, ref, *job, *channel);
+        since("engine.job");
         exec::judge(reply, comparison, ref.body, v);
+        add_phases(v, engine_phases, comparison);
         if (alone || v.status == "correct" || !out_of_memory(v.message)) break;
         ++memory_retries;
         v = unjudged;
@@ -525,6 +547,15 @@ struct Engine::Impl {
       std::error_code ec;
       fs::remove_all(*job, ec);
     }
+  }
+
+  // The verdict's phases_ms: the worker's (judge put them there), the engine's and the comparer's.
+  static void add_phases(Verdict& v, const Json& engine_phases, const exec::Reply& comparison) {
+    if (!v.phases_ms.is_object()) v.phases_ms = Json::object();
+    v.phases_ms.update(engine_phases);
+    if (comparison.kind != exec::Reply::Kind::ok) return;
+    const Json compared = comparison.body.value("phases_ms", Json::object());
+    for (const auto& [name, ms] : compared.items()) v.phases_ms["compare." + name] = ms;
   }
 
   // The candidate's worker and its comparer, side by side on the job's channel: (the worker's
@@ -542,7 +573,19 @@ struct Engine::Impl {
                     {"channel", channel.spec()},
                     {"timeout_s", options.timeout_s + kBackstopS / 2}});
     auto compared = std::async(std::launch::async, [&] { return comparer.call(compare, limit + kBackstopS); });
-    exec::Reply reply = runner.call(evaluate_request(slot, task, ref, job, channel.spec()), limit);
+    auto worked = std::async(std::launch::async, [&, request = evaluate_request(slot, task, ref, job, channel.spec())] {
+      return runner.call(request, limit);
+    });
+    // A comparer that ends first (it failed, or was killed) can no longer answer: the engine's ends
+    // of the channel close then, so that a worker waiting for it sees the end of the stream at once
+    // instead of at its timeout (the engine's ends kept it open: 120 s lost, H200 2026-12-02).
+    bool closed = false;
+    while (worked.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
+      if (!closed && compared.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        channel.close();
+        closed = true;
+      }
+    exec::Reply reply = worked.get();
     channel.close();
     return {std::move(reply), compared.get()};
   }
@@ -757,9 +800,11 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
       if (progress) progress(done, items.size(), verdicts[i]);
       continue;
     }
-    impl_->candidates.submit([&, i](int slot) {
+    impl_->candidates.submit([&, i, submitted = Clock::now()](int slot) {
+      const double queued_ms = ms_since(submitted);
       try {
         verdicts[i] = impl_->evaluate_one(slot, items[i], prepared[i], timings[i]);
+        if (verdicts[i].phases_ms.is_object()) verdicts[i].phases_ms["engine.queued"] = queued_ms;
       } catch (const std::exception& e) {  // a bug must cost one verdict, not the process
         verdicts[i] = error_verdict(items[i].id, fmt::format("internal error: {}; please report it", e.what()));
       }

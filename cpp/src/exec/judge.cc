@@ -309,8 +309,11 @@ void judge(const Reply& reply, const Reply& comparison, const Json& plan, Verdic
   note_ill_conditioned(planned, comparison, out);
   if (worker_ok) {
     compare_spots(timed, plan.value("spots", 0), cmp, out, totals);
-  } else if (body.value("stage", std::string()) == "channel" && !cmp.ok()) {
-    out.cannot_judge("engine.compare", "the outputs could not be compared: " + cmp.why());  // the comparer's fault
+  } else if (const std::string stage = body.value("stage", std::string());
+             (stage == "channel" || stage == "runner") && !cmp.ok()) {
+    // The comparer failed first (the engine then closes the channel, which the worker sees
+    // shipping, or opening it): the comparer's fault, not the candidate's.
+    out.cannot_judge("engine.compare", "the outputs could not be compared: " + cmp.why());
   } else {
     worker_failure(body, out);
   }

@@ -176,5 +176,28 @@ TEST_F(DiskGateTest, SmallJobsEnterSideBySide) {
   EXPECT_EQ(room_asked, 0);
 }
 
+TEST_F(DiskGateTest, AWaitingLargeJobIsNotPassedOverBySmallerOnes) {
+  auto first = gate.enter(600);
+  std::atomic<bool> large_in{false}, small_in{false};
+  std::thread large([&] {
+    const auto pass = gate.enter(900);  // waits for `first` to leave
+    large_in = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::thread small([&] {
+    const auto pass = gate.enter(100);  // would fit beside `first`, but the large job came first
+    small_in = true;
+    EXPECT_TRUE(large_in);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(large_in);
+  EXPECT_FALSE(small_in);
+  first.reset();
+  large.join();
+  small.join();
+  EXPECT_TRUE(small_in);
+}
+
 }  // namespace
 }  // namespace tritium::exec

@@ -9,6 +9,7 @@ PyTorch compute, threads, output types, inputs changed in place, timings).
 """
 
 import contextlib
+import functools
 import os
 import random
 import threading
@@ -18,6 +19,7 @@ import torch
 
 from . import inputs as trial_inputs
 from .monitor import Monitor, install_launch_hook, recording
+from .phases import add_since, phase
 from .channel import ChannelError
 from .reference import spot_spec
 from .tasks import load_module, source_line, synchronize
@@ -156,20 +158,6 @@ def _params(model: torch.nn.Module, path: str, expected: list[dict]) -> None:
             p.copy_(theirs[f"p{i}"].to(device=p.device, dtype=p.dtype))
 
 
-def _add_since(phases: dict, name: str, start: float) -> None:
-    """Adds the wall time since `start` to phases[name] (ms): where the evaluation spent its time."""
-    phases[name] = phases.get(name, 0.0) + (time.perf_counter() - start) * 1000
-
-
-@contextlib.contextmanager
-def _phase(phases: dict, name: str):
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        _add_since(phases, name, start)
-
-
 def _let_go_while_compiling(gpu: GpuLock, phases: dict) -> None:
     """Triton compiles a kernel at its first launch: CPU work (seconds, with a private cache)
     during which this process's share of the GPU would keep every waiting timer waiting, and the
@@ -190,7 +178,7 @@ def _let_go_while_compiling(gpu: GpuLock, phases: dict) -> None:
 
     def after(*_, **__):
         if started:
-            _add_since(phases, "compile", started.pop())
+            add_since(phases, "compile", started.pop())
         gpu.hold()
         return False
 
@@ -246,6 +234,7 @@ def _checked_trials(model, task, request: dict, monitor: Monitor, filename: str,
         outputs, seen = _call(model, values, device, monitor, filename)
         seen["input_mutated"] = _mutated(values, task, spec, seed, device)
         del values
+        _release_cached(device)  # the inputs' blocks: the comparer makes its own while the outputs cross
         _ship(channel, gpu, {"kind": "trial", "index": spec["index"]}, outputs, request.get("deadline"))
         del outputs
         report.append({"index": trial["index"], "mode": trial["mode"], **seen})
@@ -256,9 +245,12 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: Gpu
     """Fresh inputs every call; the spot sets at engine-seeded positions, the last always one."""
     device, task = request["device"], request["task_module"]
     seed = int(request["seed"])
-    spots = [trial_inputs.trial_values(task, spot_spec(k), seed, device) for k in range(request["spots"])]
-    fresh = trial_inputs.fresh_source(spots, request["seed"], "fresh-candidate")
-    chooser = random.Random(trial_inputs.trial_seed(request["seed"], 0, "spots"))
+
+    def spot_inputs(k: int) -> list:  # made at its call, like every timed call's inputs
+        return trial_inputs.trial_values(task, spot_spec(k), seed, device)
+
+    fresh = trial_inputs.fresh_source(task, seed, "fresh-candidate", device)
+    chooser = random.Random(trial_inputs.trial_seed(seed, 0, "spots"))
 
     threads_before = threading.active_count()
     model.eval()
@@ -276,40 +268,50 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: Gpu
 
         waiting = time.perf_counter()
         with gpu.exclusive() as exclusive:
-            _add_since(phases, "lock_wait", waiting)
-            with _phase(phases, "timed"):
+            add_since(phases, "lock_wait", waiting)
+            with phase(phases, "timed"):
                 timer = Timer(device)
                 calls = warm_up_calls(timer, call, fresh)
-                result = measure(call, fresh, device, spot=_spot_map(spots, chooser, calls), calls=calls, timer=timer)
+                spot_map = _spot_map(request["spots"], spot_inputs, chooser, calls)
+                result = measure(call, fresh, device, spot=spot_map, calls=calls, timer=timer)
         stats = {**result["stats"], "exclusive": exclusive}
         # Shares of this process's own CUDA time: neighbours do not skew them, so no exclusive hold.
         if gpu.give_up_at is None or time.monotonic() < gpu.give_up_at:
-            with _phase(phases, "coverage"):
-                coverage = kernel_coverage(call, spots[0], set(request["kernels"]), gpu)
+            with phase(phases, "coverage"):
+                coverage = kernel_coverage(call, spot_inputs(0), set(request["kernels"]), gpu)
         else:
             coverage = None  # too close to the candidate's limit for the profiler's set-up
     else:
-        spot_map = _spot_map(spots, chooser, CPU_SHAPED_CALLS)
+        spot_map = _spot_map(request["spots"], spot_inputs, chooser, CPU_SHAPED_CALLS)
         result = {"spot_outputs": {}}
         for j in range(CPU_SHAPED_CALLS):
-            out = call(*(spot_map[j] if j in spot_map else fresh(j)))
+            out = call(*(spot_map[j]() if j in spot_map else fresh(j)))
             if j in spot_map:
                 result["spot_outputs"][j] = out
         stats, coverage = None, None
     threads_left = max(0, threading.active_count() - threads_before)
     positions = sorted(result["spot_outputs"])
-    del spots, fresh
-    for k, j in enumerate(positions):
-        outputs = _outputs(result["spot_outputs"].pop(j), device)
-        _ship(request["channel_end"], gpu, {"kind": "spot", "index": k}, outputs, request.get("deadline"))
-        del outputs
+    _release_cached(device)
+    with phase(phases, "ship_spots"):
+        for k, j in enumerate(positions):
+            outputs = _outputs(result["spot_outputs"].pop(j), device)
+            _ship(request["channel_end"], gpu, {"kind": "spot", "index": k}, outputs, request.get("deadline"))
+            del outputs
     return {"stats": stats, "spot_positions": positions, "coverage": coverage, "threads_left": threads_left}
 
 
-def _spot_map(spots: list, chooser: random.Random, calls: int) -> dict[int, list]:
-    """Spot set k at a random position; the last spot set at the last call."""
-    positions = chooser.sample(range(calls - 1), len(spots) - 1) + [calls - 1]
-    return {pos: spots[k] for k, pos in enumerate(sorted(positions))}
+def _release_cached(device: str) -> None:
+    """Hands the blocks the allocator keeps but no tensor uses back to the device between phases:
+    the engine admits jobs by what each phase holds (job_memory in engine.cc), not their union."""
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+
+
+def _spot_map(spots: int, spot_inputs, chooser: random.Random, calls: int) -> dict:
+    """Call position -> a function making the inputs of the spot set checked there: spot set k at a
+    random position, the last one at the last call."""
+    positions = chooser.sample(range(calls - 1), spots - 1) + [calls - 1]
+    return {pos: functools.partial(spot_inputs, k) for k, pos in enumerate(sorted(positions))}
 
 
 def warm_up() -> None:
@@ -333,8 +335,12 @@ def evaluate(request: dict) -> dict:
     give_up_at = started + float(limit) - AFTER_LOCK_WAIT_S if limit else None
     gpu = GpuLock.for_device(device, timing.get("lock_path"), timing.get("lock_wait_s"), give_up_at)
     request["deadline"] = started + float(limit) if limit else None
+    if "forked_at" in request:  # fork, sandbox
+        add_since(answer["phases_ms"], "startup", request["forked_at"])
     try:
+        waiting = time.perf_counter()
         with gpu.shared():
+            add_since(answer["phases_ms"], "lock_wait", waiting)
             _evaluate(request, filename, device, monitor, gpu, answer)
     except Failure as failure:
         answer.update(stage=failure.stage, error=str(failure), **failure.extra)
@@ -356,17 +362,20 @@ def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: 
     """evaluate()'s steps; on the GPU they hold its lock shared, the timed phase exclusively."""
     phases = answer["phases_ms"]
     if device.startswith("cuda"):
-        torch.cuda.set_device(torch.device(device))
+        with phase(phases, "cuda_init"):
+            torch.cuda.set_device(torch.device(device))
+            torch.empty(1, device=device)
         _let_go_while_compiling(gpu, phases)
-        with _phase(phases, "pin"):
+        with phase(phases, "pin"):
             answer["channel_pinned"] = request["channel_end"].pin()
     install_launch_hook(monitor)
-    with _phase(phases, "load"):
+    with phase(phases, "load"):
         request["task_module"] = _task(request)
         model, kernels = _load(request, filename, device)
     answer["kernels"] = kernels
-    with _phase(phases, "checked"):
+    with phase(phases, "checked"):
         answer["trials"] = _checked_trials(model, request["task_module"], request, monitor, filename, gpu)
+    _release_cached(device)
     request["kernels"] = kernels
     answer["timed"] = _timed_phase(model, request, monitor, filename, gpu, phases)
     answer["ok"] = True

@@ -24,7 +24,8 @@ import torch
 from . import inputs as trial_inputs
 from . import reference
 from .channel import ChannelError, ComparerEnd
-from .tasks import TaskFailure
+from .phases import add_since, phase
+from .tasks import TaskFailure, synchronize
 from .timing import GpuLock
 
 CHUNK = 1 << 24  # elements compared at once: bounded scratch memory whatever the tensor's size
@@ -175,16 +176,22 @@ def _own_errors(request: dict) -> dict:
 
 def compare(request: dict) -> dict:
     """Serves one candidate's channel until its worker is done or gone; answers every set's result."""
-    answer = {"ok": False, "sets": [], "done": False, "ill_conditioned_factor": ILL_CONDITIONED_FACTOR}
+    answer = {"ok": False, "sets": [], "done": False, "ill_conditioned_factor": ILL_CONDITIONED_FACTOR,
+              "phases_ms": {}}
+    phases = answer["phases_ms"]
+    if "forked_at" in request:
+        add_since(phases, "startup", request["forked_at"])
     deadline = time.monotonic() + float(request.get("timeout_s", 600))
     try:
-        end = ComparerEnd(request["channel"])
-        module, model, _, device, seed = reference.build(request)
+        with phase(phases, "build"):
+            end = ComparerEnd(request["channel"])
+            module, model, _, device, seed = reference.build(request)
     except (TaskFailure, OSError) as exc:
         return {**answer, "error": f"the comparer could not start: {exc}"}
     gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
     if device.startswith("cuda"):
-        answer["pinned"] = end.pin()
+        with phase(phases, "pin"):
+            answer["pinned"] = end.pin()
     specs, tolerances, own_errors = _specs(request), request.get("tolerances", {}), _own_errors(request)
     model.eval()
     try:
@@ -199,16 +206,27 @@ def compare(request: dict) -> dict:
             else:
                 # A share for the whole set, the worker's copies included (it holds none meanwhile);
                 # none between sets: the candidate may want the GPU to itself.
+                waiting = time.perf_counter()
                 with gpu.shared():
-                    _, outputs = reference.expected(module, model, specs[key], seed, device)
-                    result.update(receive_set(end, outputs, ComparerEnd.layout(message), tolerances, deadline,
-                                              own_errors.get(key)))
+                    add_since(phases, "lock_wait", waiting)
+                    with phase(phases, "expected"):
+                        _, outputs = reference.expected(module, model, specs[key], seed, device)
+                        synchronize(device)
+                    with phase(phases, "receive"):
+                        result.update(receive_set(end, outputs, ComparerEnd.layout(message), tolerances, deadline,
+                                                  own_errors.get(key)))
                     del outputs
+                    if device.startswith("cuda"):  # nothing held while the worker goes on (job_memory in engine.cc)
+                        torch.cuda.empty_cache()
             answer["sets"].append(result)
             end.go()
     except ChannelError as exc:
         answer["channel_error"] = str(exc)
         with contextlib.suppress(OSError):
             end.send({"abort": str(exc)})  # a worker waiting for an answer fails now, not at its deadline
+    except Exception as exc:  # the comparer's own failure (out of memory beside other jobs): not the candidate's
+        with contextlib.suppress(OSError):
+            end.send({"abort": f"the comparer failed: {exc}"})
+        raise
     answer["ok"] = True
     return answer

@@ -112,31 +112,17 @@ def batch_variant(module) -> tuple[str, int] | None:
     return None
 
 
-def fresh_source(base: list[list], seed: int, salt: str):
-    """fresh(j): call j's timed inputs, new values drawn like base[j % len(base)]'s (on their device)."""
-    chooser = random.Random(trial_seed(seed, 0, salt))
+def fresh_source(module, seed: int, salt: str, device: str):
+    """fresh(j): timed call j's inputs, the task's own draw (get_inputs(), its distribution) under a
+    seed of their own, salted apart from every planned set's, made on the device when asked for.
+    A timed call thus sees inputs it has never seen, in the task's domain, and no input set stays
+    resident between calls: an earlier version rolled three spot sets kept on the device (19 GB
+    for a 4096 x 393216 task), which kept GPU-size jobs from running side by side."""
 
     def fresh(j: int) -> list:
-        return fresh_like(base[j % len(base)], chooser)
+        return draw(module.get_inputs, trial_seed(seed, j, salt), "task", device)
 
     return fresh
-
-
-def fresh_like(inputs: list, chooser: random.Random) -> list:
-    """New values with the same shapes and value distribution: each floating tensor's elements are
-    rolled by a random shift, so a timed call sees inputs it has never seen, in the task's domain.
-    A roll, not a random permutation: the roll is one pass over memory inside the GPU's exclusive
-    hold, a randperm a sort of every element."""
-    out = []
-    for x in inputs:
-        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
-            shift = chooser.randrange(1, x.numel())
-            out.append(torch.roll(x.reshape(-1), shift).reshape(x.shape))
-        elif isinstance(x, torch.Tensor):
-            out.append(x.clone())
-        else:
-            out.append(x)
-    return out
 
 
 def identical(a, b) -> bool:

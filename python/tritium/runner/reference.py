@@ -101,7 +101,9 @@ def _conditioning(model64, values: list, outputs: list, mode: str, device: str, 
     try:
         values64 = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
         exact = _forward(model64, values64, mode, device)
-    except Exception:  # noqa: BLE001 - a model without float64 support: nothing to compare with
+    except Exception as exc:  # noqa: BLE001 - a model without float64 support: nothing to compare with
+        if out_of_memory(exc):  # beside other jobs: the engine runs the reference again alone
+            raise
         return True, []
     # In chunks (compare.py): on a GPU-size output, allclose on float64 copies took 5x its bytes.
     from .compare import compare_tensor
@@ -117,10 +119,19 @@ def _conditioning(model64, values: list, outputs: list, mode: str, device: str, 
     return well, errors
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """A device out of memory (torch's OutOfMemoryError, or the CUDA error's text): never a
+    property of the task, so never taken for one (a conditioning check it cut short once let an
+    ill-conditioned trial through, H200 2026-12-02)."""
+    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc)
+
+
 def _float64_twin(model):
     try:
         return copy.deepcopy(model).double()
-    except Exception:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - a model that cannot be copied or made float64
+        if out_of_memory(exc):
+            raise
         return None
 
 
@@ -189,9 +200,9 @@ def _timed_blocks(fn, fresh, device: str, gpu: GpuLock) -> dict:
     return {**best, "block_medians_ms": [b["median_ms"] for b in blocks]}
 
 
-def _time_references(model, spots: list[list], device: str, gpu: GpuLock, seed: int) -> dict:
-    base = [[v.to(device) if isinstance(v, torch.Tensor) else v for v in s] for s in spots]
-    fresh = trial_inputs.fresh_source(base, seed, "fresh")
+def _time_references(model, module, device: str, gpu: GpuLock, seed: int) -> dict:
+    """Eager and torch.compile timings on fresh draws of the task's inputs (as the candidate's)."""
+    fresh = trial_inputs.fresh_source(module, seed, "fresh", device)
 
     model.eval()
     result = {"eager": None, "compile": None, "compile_error": None}
@@ -199,7 +210,7 @@ def _time_references(model, spots: list[list], device: str, gpu: GpuLock, seed: 
         result["eager"] = _timed_blocks(model, fresh, device, gpu)
         try:
             compiled = torch.compile(model)
-            compiled(*base[0])  # compiles outside the lock: CPU work (and one call) that timing may overlap
+            compiled(*fresh(-100))  # compiles outside the lock: CPU work (and one call) that timing may overlap
             result["compile"] = _timed_blocks(compiled, fresh, device, gpu)
         except Exception as exc:  # noqa: BLE001 - torch.compile may fail on a valid task
             result["compile_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -238,8 +249,8 @@ def _run_trials(module, model, request: dict, filename: str, device: str, seed: 
             values, outputs, used, own_error = run_stage(
                 "forward", "forward raised", filename, _trial, module, model, spec, seed, device, model64, atol,
                 task_checked is not True)
-        except TaskFailure:
-            if spec.get("variant"):  # the task does not scale with its batch size: no variant
+        except TaskFailure as failure:
+            if spec.get("variant") and not out_of_memory(failure):  # the task does not scale with its batch size
                 continue
             raise
         warnings += [f"{w} ({used} inputs)" for w in degenerate(outputs, values, atol)]
@@ -381,14 +392,13 @@ def time_reference(request: dict) -> dict:
         gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
         with gpu.shared():
             model = model.to(device)
-            spots = [trial_inputs.trial_values(module, spot_spec(k), seed, device) for k in range(SPOT_SETS)]
-        return {"ok": True, **_timing(model, spots, device, gpu, seed)}
+        return {"ok": True, **_timing(model, module, device, gpu, seed)}
     except TaskFailure as failure:
         return _failed(failure)
 
 
-def _timing(model, spots: list[list], device: str, gpu: GpuLock, seed: int) -> dict:
+def _timing(model, module, device: str, gpu: GpuLock, seed: int) -> dict:
     start = time.perf_counter()
-    timing = _time_references(model, spots, device, gpu, seed)
+    timing = _time_references(model, module, device, gpu, seed)
     timing["seconds"] = time.perf_counter() - start
     return {"timing": timing, "device_name": torch.cuda.get_device_name()}

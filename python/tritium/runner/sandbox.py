@@ -293,9 +293,10 @@ def _cpu_share() -> str:
     return "own autogroup" if enabled else "per process (autogroups off)"
 
 
-def enter(spec: dict, device: str) -> dict:
+def enter(spec: dict, device: str, on_init=None) -> dict:
     """Applies the sandbox to this (forked) process; returns what was applied. Raises SandboxError
-    when a layer cannot be applied, unless spec["unsafe"] (then the report says what is missing)."""
+    when a layer cannot be applied, unless spec["unsafe"] (then the report says what is missing).
+    `on_init()` runs first thing in the namespace's PID 1, the process that returns."""
     report = {"network": "shared", "pid_namespace": False, "user": "unchanged", "root": "host",
               "seccomp": "off", "cpu_share": _cpu_share()}
     os.makedirs(spec["dir"], exist_ok=True)
@@ -306,6 +307,8 @@ def enter(spec: dict, device: str) -> dict:
         if not report["pid_namespace"]:
             raise SandboxError(f"cannot make new mount, network and PID namespaces: {os.strerror(ctypes.get_errno())}")
         _become_namespace_init()
+        if on_init is not None:
+            on_init()
         global _namespace_init_pid
         _namespace_init_pid = os.getpid()
         report.update(rootfs.build(spec["dir"], uid, gid, [p for p in spec.get("hide", []) if p],

@@ -7,6 +7,8 @@ the runner keeps only the tail, so flooding costs no disk.
 A request with a "sandbox" spec is run inside sandbox.enter() (namespaces, rlimits, own dir).
 """
 
+import faulthandler
+import functools
 import json
 import os
 import selectors
@@ -20,6 +22,8 @@ from .lifetime import die_with_parent
 
 OUTPUT_TAIL_BYTES = 4000
 _REAP_GRACE_S = 0.5  # after the worker exits, how long its pipes may still deliver
+_STACKS_BEFORE_S = 3.0  # a worker's stacks are written this long before its timeout
+_stacks_armed = False  # in this process (a forked worker starts with the runner's False)
 _TEARDOWN_WAIT_S = 10.0  # how long a killed group (a fork bomb: a thousand processes) may take to go
 
 
@@ -57,7 +61,7 @@ def _close_inherited(keep: int) -> None:
             pass  # the descriptor listdir itself used, gone already
 
 
-def _child(handler, request: dict, result_fd: int, output_fd: int) -> None:
+def _child(handler, request: dict, result_fd: int, output_fd: int, timeout_s: float | None) -> None:
     """Runs in the forked process; never returns."""
     me = os.getpid()
     try:
@@ -73,8 +77,10 @@ def _child(handler, request: dict, result_fd: int, output_fd: int) -> None:
         try:
             if request.get("channel"):  # through the engine's /proc, which the sandbox hides
                 request["channel_end"] = CandidateEnd(request["channel"])
-            if request.get("sandbox"):
-                request["sandbox_report"] = sandbox.enter(request["sandbox"], request.get("device", "cpu"))
+            stacks = functools.partial(_stacks_before_timeout, timeout_s, request["forked_at"])
+            if request.get("sandbox"):  # returns in a child (the namespace's PID 1), which arms `stacks`
+                request["sandbox_report"] = sandbox.enter(request["sandbox"], request.get("device", "cpu"), stacks)
+            stacks()
             result = handler(request)
         except BaseException as exc:  # noqa: BLE001 - the worker must always answer
             result = {"ok": False, "stage": "runner", "error": f"runner error: {type(exc).__name__}: {exc}"}
@@ -93,6 +99,19 @@ def _child(handler, request: dict, result_fd: int, output_fd: int) -> None:
             view = view[os.write(result_fd, view):]
     finally:
         os._exit(0)
+
+
+def _stacks_before_timeout(timeout_s: float | None, forked_at: float) -> None:
+    """Where a worker that overruns is stuck: its threads' stacks, written to its output (the tail
+    that the timeout's verdict carries) shortly before the timeout. Armed once, in the process that
+    runs the request (a watchdog thread does not survive a fork)."""
+    global _stacks_armed
+    if _stacks_armed or not timeout_s:
+        return
+    _stacks_armed = True
+    left = timeout_s - (time.perf_counter() - forked_at)
+    if left > 2 * _STACKS_BEFORE_S:
+        faulthandler.dump_traceback_later(left - _STACKS_BEFORE_S, exit=False)
 
 
 class _Collector:
@@ -175,11 +194,12 @@ def run_in_worker(handler, request: dict, timeout_s: float | None = None) -> dic
     out_read, out_write = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    request["forked_at"] = time.perf_counter()  # the worker's start-up is one of its phases
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
         os.close(out_read)
-        _child(handler, request, write_fd, out_write)
+        _child(handler, request, write_fd, out_write, timeout_s)
     os.close(write_fd)
     os.close(out_write)
     collector = _Collector(read_fd, out_read)
