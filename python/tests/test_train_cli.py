@@ -82,3 +82,19 @@ def test_a_bad_config_is_a_usage_error(tmp_path):
     config.write_text('stages = ["sft", "dance"]\n')
     r = run("train", "--config", str(config))
     assert r.returncode == 2 and "dance" in r.stderr
+
+
+def test_typos_wrong_types_and_broken_toml_are_refused_before_any_work(tmp_path):
+    """Each names the file, the table and the key, and nothing is made (no run directory)."""
+    out = tmp_path / "run"
+    cases = {"typo.toml": ('[sft]\nstpes = 3\n', "[sft] stpes key: unknown; did you mean steps?"),
+             "table.toml": ('[stf]\nsteps = 3\n', "[stf] table: unknown; did you mean [sft]?"),
+             "type.toml": ('[rl]\ngroup_size = "4"\n', "[rl] group_size: expected int, got '4'"),
+             "broken.toml": ('[sft\nsteps = 3\n', "not valid TOML")}
+    for name, (body, message) in cases.items():
+        config = tmp_path / name
+        config.write_text(f'out = "{out}"\n' + body)
+        r = run("train", "--config", str(config))
+        assert r.returncode == 2, (name, r.stderr)
+        assert f"{config}: " in r.stderr and message in r.stderr, (name, r.stderr)
+        assert "Traceback" not in r.stderr and not out.exists()

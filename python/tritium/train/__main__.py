@@ -24,10 +24,11 @@ import sys
 import tomllib
 
 from .evaluate import evaluate_model
+from . import schema
 from .rl import RLConfig, train_rl
 from .sft import SFTConfig, latest_checkpoint, train_sft
 
-STAGES = ("data", "sft", "rl", "eval")
+STAGES = schema.STAGES
 
 _CHILD_STOP_S = 60  # how long a stopped child may take to end its runners and remove its work directory
 
@@ -123,12 +124,21 @@ class Evaluations:
             print(f"eval: report with the stages side by side in {self.out / 'report'}")
 
 
+def load_config(config_path: str) -> dict:
+    """The config, checked against the schema (schema.py) before any work; errors name the file."""
+    try:
+        config = tomllib.loads(pathlib.Path(config_path).read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{config_path}: not valid TOML: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{config_path}: cannot be read: {e}") from None
+    schema.check(config, config_path)
+    return config
+
+
 def run(config_path: str) -> int:
-    config = tomllib.loads(pathlib.Path(config_path).read_text())
+    config = load_config(config_path)
     stages = config.get("stages", list(STAGES))
-    unknown = [s for s in stages if s not in STAGES]
-    if unknown:
-        raise ValueError(f"{config_path}: unknown stages {unknown}; use {list(STAGES)}")
     out = pathlib.Path(config.get("out", "runs/" + pathlib.Path(config_path).stem))
     out.mkdir(parents=True, exist_ok=True)
     seed = int(config.get("seed", 0))
