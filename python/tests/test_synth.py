@@ -77,9 +77,9 @@ def test_reference_solutions_are_correct_under_the_engine(tmp_path):
     out = run("synth", "--count", "16", "--difficulty", "1-3", "--seed", "21", "--with-solutions",
               "--ops", "unary,binary,scalar,select,reduction,softmax,linalg,shape", "--out", str(suite),
               "--validate", "--json")
-    reports = [json.loads(line) for line in out.stdout.strip().splitlines()]
-    assert reports[0]["validated"] == 16 and reports[0]["failed"] == 0
-    assert reports[1] == {"solutions": 16, "correct": 16, "of_tasks": 16, "failures": []}
+    (report,) = [json.loads(line) for line in out.stdout.strip().splitlines()]  # one document
+    assert report["validated"] == 16 and report["failed"] == 0
+    assert report["solutions"] == {"count": 16, "correct": 16, "of_tasks": 16, "failures": []}
     plans = [json.loads(line)["meta"]["plan"] for line in suite.read_text().splitlines()]
     assert all(plan.startswith("1. `_") and "kernel" in plan for plan in plans)
 
@@ -88,8 +88,8 @@ def test_solutions_with_fused_matmul_epilogues_are_correct_under_the_engine(tmp_
     suite = tmp_path / "mm.jsonl"
     out = run("synth", "--count", "6", "--difficulty", "2-3", "--seed", "5", "--with-solutions",
               "--ops", "linalg,binary,scalar", "--out", str(suite), "--validate", "--json")
-    reports = [json.loads(line) for line in out.stdout.strip().splitlines()]
-    assert reports[1] == {"solutions": 6, "correct": 6, "of_tasks": 6, "failures": []}
+    (report,) = [json.loads(line) for line in out.stdout.strip().splitlines()]
+    assert report["solutions"] == {"count": 6, "correct": 6, "of_tasks": 6, "failures": []}
     plans = [json.loads(line)["meta"]["plan"] for line in suite.read_text().splitlines()]
     fused = [plan for plan in plans if "fused into the epilogue" in plan]
     assert len(fused) >= 3 and any("broadcast strides), so" in plan for plan in fused), plans
@@ -100,11 +100,12 @@ def test_a_solution_that_fails_is_listed_with_its_reason(tmp_path):
     out = run("synth", "--count", "2", "--difficulty", "1", "--seed", "21", "--with-solutions", "--ops", "unary",
               "--out", str(tmp_path / "s.jsonl"), "--validate", "--json", "--timeout", "0.05", check=False)
     assert out.returncode == 1
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    assert report["solutions"] == 2 and report["correct"] == 0
-    assert [f["status"] for f in report["failures"]] == ["timeout", "timeout"]
+    (report,) = [json.loads(line) for line in out.stdout.strip().splitlines()]
+    solutions = report["solutions"]
+    assert solutions["count"] == 2 and solutions["correct"] == 0
+    assert [f["status"] for f in solutions["failures"]] == ["timeout", "timeout"]
     ids = {json.loads(line)["id"] for line in (tmp_path / "s.jsonl").read_text().splitlines()}
-    assert {f["task_id"] for f in report["failures"]} == ids and all(f["message"] for f in report["failures"])
+    assert {f["task_id"] for f in solutions["failures"]} == ids and all(f["message"] for f in solutions["failures"])
 
 
 def test_without_out_stdout_holds_only_the_tasks_and_reports_go_to_stderr():
@@ -112,5 +113,5 @@ def test_without_out_stdout_holds_only_the_tasks_and_reports_go_to_stderr():
               "--validate", "--json")
     lines = [json.loads(line) for line in out.stdout.strip().splitlines()]
     assert len(lines) == 3 and all("source" in line and "id" in line for line in lines)
-    reports = [json.loads(line) for line in out.stderr.splitlines() if line.startswith("{")]
-    assert reports[0]["validated"] == 3 and reports[1]["correct"] == 3
+    (report,) = [json.loads(line) for line in out.stderr.splitlines() if line.startswith("{")]
+    assert report["validated"] == 3 and report["solutions"]["correct"] == 3

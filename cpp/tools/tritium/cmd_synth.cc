@@ -73,8 +73,8 @@ std::optional<Error> write_tasks(const std::vector<synth::SynthTask>& tasks, con
 std::ostream& report_stream(const SynthCliOptions& o) { return o.out.empty() ? std::cerr : std::cout; }
 
 // Runs every task's reference; removes the ill-conditioned tasks from `tasks` (they are not
-// written) and says how many. Fails when a reference does not run.
-int validate(std::vector<synth::SynthTask>& tasks, const SynthCliOptions& o) {
+// written) and says how many (with --json, into `report`). Fails when a reference does not run.
+int validate(std::vector<synth::SynthTask>& tasks, const SynthCliOptions& o, Json& report) {
   Suite suite;
   for (const auto& t : tasks) suite.tasks.push_back(t.task);
   Progress progress(suite.tasks.size());
@@ -93,9 +93,8 @@ int validate(std::vector<synth::SynthTask>& tasks, const SynthCliOptions& o) {
   }
   std::erase_if(tasks, [&](const synth::SynthTask& t) { return dropped.contains(t.task.id); });
   if (o.json)
-    report_stream(o) << Json{{"validated", check->total()}, {"failed", check->failed()},
-                             {"ill_conditioned", dropped.size()}, {"slowest_forward_ms", slowest},
-                             {"device", check->device}, {"seconds", check->seconds}}.dump() << std::endl;
+    report.update({{"validated", check->total()}, {"failed", check->failed()}, {"ill_conditioned", dropped.size()},
+                   {"slowest_forward_ms", slowest}, {"device", check->device}, {"seconds", check->seconds}});
   else
     report_stream(o) << fmt::format("validated {} tasks on {}: {} ran, {} failed, {} ill-conditioned (dropped); slowest "
                              "forward {:.1f} ms ({:.1f} s)\n",
@@ -105,7 +104,8 @@ int validate(std::vector<synth::SynthTask>& tasks, const SynthCliOptions& o) {
 }
 
 // Every reference solution judged by the evaluation engine against its task: all must be correct.
-int validate_solutions(const std::vector<synth::SynthTask>& tasks, const SynthCliOptions& o) {
+// With --json the counts go into `report` ("solutions").
+int validate_solutions(const std::vector<synth::SynthTask>& tasks, const SynthCliOptions& o, Json& report) {
   std::vector<EvalItem> items;
   for (const auto& t : tasks)
     if (t.task.meta.contains("solution"))
@@ -134,9 +134,7 @@ int validate_solutions(const std::vector<synth::SynthTask>& tasks, const SynthCl
   progress.clear();
   const auto correct = std::count_if(verdicts.begin(), verdicts.end(), [](const Verdict& v) { return v.status == "correct"; });
   if (o.json)
-    report_stream(o) << Json{{"solutions", items.size()}, {"correct", correct}, {"of_tasks", tasks.size()},
-                             {"failures", failures}}.dump()
-                     << std::endl;
+    report["solutions"] = {{"count", items.size()}, {"correct", correct}, {"of_tasks", tasks.size()}, {"failures", failures}};
   else
     report_stream(o) << fmt::format("solutions: {} of {} tasks have one; {} correct under the engine ({})\n", items.size(),
                              tasks.size(), correct, (*engine)->info().value("device", std::string()));
@@ -158,15 +156,16 @@ int run_synth(SynthCliOptions& o) {
   if (!o.out.empty())
     std::cerr << fmt::format("{} tasks in {:.2f} s ({:.0f} tasks/s)\n", tasks->size(), seconds,
                              static_cast<double>(tasks->size()) / seconds);
-  const int references = o.validate ? validate(*tasks, o) : kOk;
+  Json report = Json::object();  // --json --validate: one document, printed at the end
+  const int references = o.validate ? validate(*tasks, o, report) : kOk;
   if (o.out.empty()) {
     for (const auto& t : *tasks) print_json(task_line(t.task));
   } else {
     if (auto e = write_tasks(*tasks, o.out)) return fail(kUsage, e->message);
     std::cerr << fmt::format("{} tasks -> {}\n", tasks->size(), o.out);
   }
-  if (!o.validate || !o.synth.with_solutions) return references;
-  const int solutions = validate_solutions(*tasks, o);
+  const int solutions = o.validate && o.synth.with_solutions ? validate_solutions(*tasks, o, report) : kOk;
+  if (o.validate && o.json) report_stream(o) << report.dump() << std::endl;
   return references == kOk ? solutions : references;
 }
 
