@@ -151,8 +151,7 @@ bool out_of_memory(std::string_view text) {
 // timed calls the worker one call's fresh inputs, its outputs and three held spot outputs. Plus
 // the parameters on both sides, CUDA contexts and the comparer's chunk scratch.
 std::uintmax_t job_memory(const Json& body, bool gpu) {
-  std::uintmax_t params = 0;
-  for (const auto& p : body.value("params", Json::array())) params += tensor_bytes(p);
+  const std::uintmax_t params = set_bytes(body.value("params", Json::array()));
   const std::uintmax_t in = largest_set(body, "inputs"), out = largest_set(body, "outputs");
   const std::uintmax_t peak = std::max({3 * in + 2 * out, 2 * in + 3 * out, in + 4 * out});
   return 2 * params + peak + (gpu ? std::uintmax_t{3} << 30 : std::uintmax_t{1} << 28);
@@ -161,9 +160,7 @@ std::uintmax_t job_memory(const Json& body, bool gpu) {
 // What a task's reference timing holds: the parameters, a timed call's inputs and outputs, the
 // next call's inputs and the compiled model's own buffers (about an output set), and a context.
 std::uintmax_t timing_memory(const Json& body) {
-  std::uintmax_t params = 0;
-  for (const auto& p : body.value("params", Json::array())) params += tensor_bytes(p);
-  return params + 2 * largest_set(body, "inputs") + 2 * largest_set(body, "outputs") + (std::uintmax_t{1} << 30);
+  return set_bytes(body.value("params", Json::array())) + 2 * largest_set(body, "inputs") + 2 * largest_set(body, "outputs") + (std::uintmax_t{1} << 30);
 }
 
 // Long-lived threads over one job queue; a job gets its worker's index. Runners' parent-death

@@ -22,7 +22,7 @@ from .monitor import Monitor, install_launch_hook, recording
 from .phases import add_since, phase
 from .channel import ChannelError
 from .reference import spot_spec
-from .tasks import load_module, source_line, synchronize
+from .tasks import load_module, release_cached, source_line, synchronize
 from .tensorfile import read_tensors
 from .timing import GpuLock
 
@@ -234,7 +234,7 @@ def _checked_trials(model, task, request: dict, monitor: Monitor, filename: str,
         outputs, seen = _call(model, values, device, monitor, filename)
         seen["input_mutated"] = _mutated(values, task, spec, seed, device)
         del values
-        _release_cached(device)  # the inputs' blocks: the comparer makes its own while the outputs cross
+        release_cached(device)  # the inputs' blocks: the comparer makes its own while the outputs cross
         _ship(channel, gpu, {"kind": "trial", "index": spec["index"]}, outputs, request.get("deadline"))
         del outputs
         report.append({"index": trial["index"], "mode": trial["mode"], **seen})
@@ -291,20 +291,13 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: Gpu
         stats, coverage = None, None
     threads_left = max(0, threading.active_count() - threads_before)
     positions = sorted(result["spot_outputs"])
-    _release_cached(device)
+    release_cached(device)
     with phase(phases, "ship_spots"):
         for k, j in enumerate(positions):
             outputs = _outputs(result["spot_outputs"].pop(j), device)
             _ship(request["channel_end"], gpu, {"kind": "spot", "index": k}, outputs, request.get("deadline"))
             del outputs
     return {"stats": stats, "spot_positions": positions, "coverage": coverage, "threads_left": threads_left}
-
-
-def _release_cached(device: str) -> None:
-    """Hands the blocks the allocator keeps but no tensor uses back to the device between phases:
-    the engine admits jobs by what each phase holds (job_memory in engine.cc), not their union."""
-    if device.startswith("cuda"):
-        torch.cuda.empty_cache()
 
 
 def _spot_map(spots: int, spot_inputs, chooser: random.Random, calls: int) -> dict:
@@ -375,7 +368,7 @@ def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: 
     answer["kernels"] = kernels
     with phase(phases, "checked"):
         answer["trials"] = _checked_trials(model, request["task_module"], request, monitor, filename, gpu)
-    _release_cached(device)
+    release_cached(device)
     request["kernels"] = kernels
     answer["timed"] = _timed_phase(model, request, monitor, filename, gpu, phases)
     answer["ok"] = True

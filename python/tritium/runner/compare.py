@@ -25,7 +25,7 @@ from . import inputs as trial_inputs
 from . import reference
 from .channel import ChannelError, ComparerEnd
 from .phases import add_since, phase
-from .tasks import TaskFailure, synchronize
+from .tasks import TaskFailure, release_cached, synchronize
 from .timing import GpuLock
 
 CHUNK = 1 << 24  # elements compared at once: bounded scratch memory whatever the tensor's size
@@ -216,8 +216,7 @@ def compare(request: dict) -> dict:
                         result.update(receive_set(end, outputs, ComparerEnd.layout(message), tolerances, deadline,
                                                   own_errors.get(key)))
                     del outputs
-                    if device.startswith("cuda"):  # nothing held while the worker goes on (job_memory in engine.cc)
-                        torch.cuda.empty_cache()
+                    release_cached(device)  # nothing held while the worker goes on
             answer["sets"].append(result)
             end.go()
     except ChannelError as exc:

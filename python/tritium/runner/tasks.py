@@ -83,6 +83,13 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def release_cached(device: str) -> None:
+    """Hands the blocks the caching allocator keeps but no tensor uses back to the device: the
+    engine admits jobs by what each phase holds (job_memory in engine.cc), not their union."""
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+
+
 def _timed_forward(model, inputs, device: str) -> tuple[object, float]:
     """One warm-up call, then the median of TIMED_RUNS calls, in milliseconds."""
     out = model(*inputs)

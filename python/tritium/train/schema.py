@@ -62,10 +62,12 @@ def _fits(value, hint) -> bool:
 
 
 def _name(hint) -> str:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return " or ".join(_name(h) for h in typing.get_args(hint) if h is not type(None))  # TOML has no null
-    return {dict: "table", bool: "true/false", float: "number"}.get(hint, getattr(hint, "__name__", str(hint))) \
-        if typing.get_origin(hint) is None else str(hint).replace("list[str]", "list of strings")
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_name(h) for h in args if h is not type(None))  # TOML has no null
+    if origin is list:
+        return "list of strings" if args == (str,) else f"list of {_name(args[0])}"
+    return {dict: "table", bool: "true/false", float: "number"}.get(hint, getattr(hint, "__name__", str(hint)))
 
 
 def _unknown(what: str, key: str, known, show=str) -> str:
