@@ -99,17 +99,14 @@ def test_the_curriculum_opens_the_next_level_from_held_out_pass_at_1(tmp_path):
 
 
 def test_prompts_generated_together_match_prompts_generated_alone():
-    import torch
-
     from tritium.train import models
-    from tritium.train.rl import rollouts
+    from tritium.train.rollout import rollouts
 
     sources = [(EXAMPLE_TASKS / "level1" / f"{n}.py").read_text() for n in ("01_relu", "07_softmax", "09_matmul")]
     prompts = [tritium.kernel_prompt(s) for s in sources]
     model, tokenizer = models.load("tiny", corpus=prompts)
-    cpu = torch.device("cpu")
-    alone = [rollouts(model, tokenizer, [p], 1, 24, 0.0, 1.0, cpu)[0] for p in prompts]
-    together = rollouts(model, tokenizer, prompts, 1, 24, 0.0, 1.0, cpu)
+    alone = [rollouts(model, tokenizer, [p], 1, 24, 0.0, 1.0, "generate")[0] for p in prompts]
+    together = rollouts(model, tokenizer, prompts, 1, 24, 0.0, 1.0, "generate")
     assert len({len(a[0]) for a in alone}) == 3  # different prompt lengths: left padding is exercised
     assert [a[1] for a in alone] == [t[1] for t in together]
     assert [a[0] for a in alone] == [t[0] for t in together]

@@ -532,7 +532,7 @@ struct Engine::Impl {
         auto [reply, comparison] = run_job(slot, task, ref, *job, *channel);
         since("engine.job");
         exec::judge(reply, comparison, ref.body, v);
-        add_phases(v, engine_phases, comparison);
+        add_phases(v, engine_phases, comparison, ref.body);
         if (alone || v.status == "correct" || !out_of_memory(v.message)) break;
         ++memory_retries;
         v = unjudged;
@@ -546,10 +546,13 @@ struct Engine::Impl {
     }
   }
 
-  // The verdict's phases_ms: the worker's (judge put them there), the engine's and the comparer's.
-  static void add_phases(Verdict& v, const Json& engine_phases, const exec::Reply& comparison) {
+  // The verdict's phases_ms: the worker's (judge put them there), the engine's, the comparer's and
+  // its task's reference's (shared by the task's candidates: computed once).
+  static void add_phases(Verdict& v, const Json& engine_phases, const exec::Reply& comparison, const Json& reference) {
     if (!v.phases_ms.is_object()) v.phases_ms = Json::object();
     v.phases_ms.update(engine_phases);
+    const Json referenced = reference.value("phases_ms", Json::object());
+    for (const auto& [name, ms] : referenced.items()) v.phases_ms["reference." + name] = ms;
     if (comparison.kind != exec::Reply::Kind::ok) return;
     const Json compared = comparison.body.value("phases_ms", Json::object());
     for (const auto& [name, ms] : compared.items()) v.phases_ms["compare." + name] = ms;

@@ -16,6 +16,7 @@ import time
 import torch
 
 from . import inputs as trial_inputs
+from .phases import phase
 from .tasks import TaskFailure, describe, flatten_outputs, load_module, release_cached, require, run_stage
 from .tensorfile import write_tensors
 from .timing import GpuLock
@@ -137,7 +138,7 @@ def _float64_twin(model):
 
 
 def _trial(module, model, spec: dict, seed: int, device: str, model64=None, atol: float = 1e-4,
-           check_task: bool = True) -> tuple:
+           check_task: bool = True, phases: dict | None = None) -> tuple:
     """Inputs, reference outputs, resolved distribution and the reference's own error of one trial,
     falling back to a distribution the task accepts: finite outputs, and (with a float64 twin)
     outputs its own dtype computes within tolerance. The task's own distribution, the last
@@ -145,14 +146,24 @@ def _trial(module, model, spec: dict, seed: int, device: str, model64=None, atol
     largest |float32 - float64| of each output when that is past CONDITION_MARGIN of the tolerance
     (the comparer widens the tolerance by it, ILL_CONDITIONED_FACTOR), else None. `check_task`
     false: the task's own inputs are known to be well-conditioned (an earlier trial's: one float64
-    pass of a GPU-size task fewer)."""
+    pass of a GPU-size task fewer). `phases` gathers the time of the draws and forwards, and of
+    the float64 checks."""
+    phases = {} if phases is None else phases
     for distribution in trial_inputs.fallbacks(spec["distribution"]):
-        values = trial_inputs.trial_values(module, {**spec, "distribution": distribution}, seed, device)
-        outputs = _forward(model, values, spec["mode"], device)
+        with phase(phases, "forward"):
+            values = trial_inputs.trial_values(module, {**spec, "distribution": distribution}, seed, device)
+            outputs = _forward(model, values, spec["mode"], device)
         if distribution == "task":
-            well, errors = _conditioning(model64 if check_task else None, values, outputs, spec["mode"], device, atol)
+            with phase(phases, "float64"):
+                well, errors = _conditioning(model64 if check_task else None, values, outputs, spec["mode"], device,
+                                             atol)
             return values, outputs, distribution, None if well else errors
-        if _finite(outputs) and _conditioning(model64, values, outputs, spec["mode"], device, atol)[0]:
+        if not _finite(outputs):
+            del values, outputs
+            continue
+        with phase(phases, "float64"):
+            well = _conditioning(model64, values, outputs, spec["mode"], device, atol)[0]
+        if well:
             return values, outputs, distribution, None
         del values, outputs  # a GPU-size trial's tensors go before the next fallback's are drawn
     raise AssertionError("unreachable: the task distribution always returns")
@@ -206,13 +217,17 @@ def _time_references(model, module, device: str, gpu: GpuLock, seed: int) -> dic
     fresh = trial_inputs.fresh_source(module, seed, "fresh", device)
 
     model.eval()
-    result = {"eager": None, "compile": None, "compile_error": None}
+    phases = {}
+    result = {"eager": None, "compile": None, "compile_error": None, "phases_ms": phases}
     with torch.no_grad():
-        result["eager"] = _timed_blocks(model, fresh, device, gpu)
+        with phase(phases, "eager"):
+            result["eager"] = _timed_blocks(model, fresh, device, gpu)
         try:
-            compiled = torch.compile(model)
-            compiled(*fresh(-100))  # compiles outside the lock: CPU work (and one call) that timing may overlap
-            result["compile"] = _timed_blocks(compiled, fresh, device, gpu)
+            with phase(phases, "compile"):
+                compiled = torch.compile(model)
+                compiled(*fresh(-100))  # compiles outside the lock: CPU work (and one call) that timing may overlap
+            with phase(phases, "compiled"):
+                result["compile"] = _timed_blocks(compiled, fresh, device, gpu)
         except Exception as exc:  # noqa: BLE001 - torch.compile may fail on a valid task
             result["compile_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     return result
@@ -233,7 +248,7 @@ def spot_spec(k: int) -> dict:
     return {"index": 1000 + k, "distribution": "task", "mode": "eval", "variant": None}
 
 
-def _run_trials(module, model, request: dict, filename: str, device: str, seed: int) -> tuple:
+def _run_trials(module, model, request: dict, filename: str, device: str, seed: int, phases: dict) -> tuple:
     """The checked trials (plus a batch-size variant when the task has one), each one's
     distribution resolved and its tensors described; nothing is kept: whoever needs a trial's
     tensors makes them again from its spec (inputs.trial_values). (trials, warnings)"""
@@ -243,13 +258,14 @@ def _run_trials(module, model, request: dict, filename: str, device: str, seed: 
     if variant:
         plan.append({"index": len(plan), "distribution": "normal", "mode": "eval", "variant": list(variant)})
     atol = float(request.get("atol", 1e-4))
-    model64 = _float64_twin(model)
+    with phase(phases, "twin"):
+        model64 = _float64_twin(model)
     task_checked = None  # the task's own inputs: unknown, well-conditioned (True) or not (False)
     for spec in plan:
         try:
             values, outputs, used, own_error = run_stage(
                 "forward", "forward raised", filename, _trial, module, model, spec, seed, device, model64, atol,
-                task_checked is not True)
+                task_checked is not True, phases)
         except TaskFailure as failure:
             if spec.get("variant") and not out_of_memory(failure):  # the task does not scale with its batch size
                 continue
@@ -258,7 +274,8 @@ def _run_trials(module, model, request: dict, filename: str, device: str, seed: 
         if used == "task" and task_checked is None:
             task_checked = own_error is None
         if not trials:
-            _require_reproducible(module, {**spec, "distribution": used}, values, seed, device)
+            with phase(phases, "reproducible"):
+                _require_reproducible(module, {**spec, "distribution": used}, values, seed, device)
         trials.append({"index": spec["index"], "mode": spec["mode"], "distribution": used,
                        "variant": f"{spec['variant'][0]}={spec['variant'][1]}" if spec.get("variant") else None,
                        "variant_spec": spec.get("variant"),
@@ -367,18 +384,21 @@ def reference(request: dict) -> dict:
     filename, device, seed = _start(request)
     directory = request["dir"]
     os.makedirs(directory, exist_ok=True)
+    phases = {}  # ms per step, in every verdict of the task as reference.* (the scale benchmark reads them)
     try:
-        module, model, init_inputs = _build(request, filename, seed)
+        with phase(phases, "build"):
+            module, model, init_inputs = _build(request, filename, seed)
         require(module, "get_inputs", "get_inputs()")
         gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
         with gpu.shared():
-            model = model.to(device)
-            params = [p.detach() for p in model.parameters()]
-            write_tensors(os.path.join(directory, "params.tt"), [(f"p{i}", p) for i, p in enumerate(params)])
-            trials, warnings = _run_trials(module, model, request, filename, device, seed)
+            with phase(phases, "params"):
+                model = model.to(device)
+                params = [p.detach() for p in model.parameters()]
+                write_tensors(os.path.join(directory, "params.tt"), [(f"p{i}", p) for i, p in enumerate(params)])
+            trials, warnings = _run_trials(module, model, request, filename, device, seed, phases)
 
         return {"ok": True, "init_inputs": init_inputs, "params": describe(params), "trials": trials,
-                "spots": SPOT_SETS, "warnings": sorted(set(warnings))}
+                "spots": SPOT_SETS, "warnings": sorted(set(warnings)), "phases_ms": phases}
     except TaskFailure as failure:
         return _failed(failure)
 

@@ -14,17 +14,18 @@ import torch
 
 from . import models
 from .curriculum import task_level
-from .rl import rollouts
+from .rollout import rollouts
 
 
 def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_new_tokens: int = 512,
                    temperature: float = 0.7, top_p: float = 0.95, device: str = "auto", engine_device: str = "auto",
-                   seed: int = 0, prompts_per_generate: int = 16, engine_timeout_s: float = 0.0, log=print) -> dict:
+                   seed: int = 0, prompts_per_generate: int = 16, engine_timeout_s: float = 0.0, generator: str = "auto",
+                   log=print) -> dict:
     """Writes OUT/verdicts.jsonl and OUT/report.{md,json,html}, broken down by level (a synthesized
     task's difficulty); returns the overall metrics. `engine_timeout_s` bounds each sample's
-    evaluation (0: the engine's default).
-    `prompts_per_generate` held-out prompts (each `samples` times) decode together, left-padded:
-    a call lasts as long as its longest sample, so on a GPU all of them in one call is quickest."""
+    evaluation (0: the engine's default). `generator` samples them (tritium.train.rollout).
+    `prompts_per_generate` held-out prompts (each `samples` times) decode together: with static
+    batches a call lasts as long as its longest sample, so on a GPU all of them in one call is quickest."""
     from .. import api
 
     torch.manual_seed(seed)
@@ -38,7 +39,7 @@ def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_n
     for start in range(0, len(suite), prompts_per_generate):
         chunk = suite[start:start + prompts_per_generate]
         results = rollouts(model, tokenizer, [api.kernel_prompt(t["source"]) for t in chunk], samples, max_new_tokens,
-                           temperature, top_p, run_device)
+                           temperature, top_p, generator)
         for task, (_, _, texts) in zip(chunk, results):
             items += [{"id": f"{task['id']}#{k}", "task": task["source"], "task_id": task["id"], "response": t,
                        "group": task["id"], "sample": k, "level": task_level(task)} for k, t in enumerate(texts)]

@@ -1,5 +1,5 @@
 """GRPO on Triton tasks with Tritium's rewards: each step samples `group_size` responses per task
-with transformers `generate`, scores them with the engine (in-process or `tritium serve`
+(tritium.train.rollout), scores them with the engine (in-process or `tritium serve`
 endpoints, through tritium.integrations.RewardClient), turns the group's rewards into per-token
 advantages (HRD by default: plan tokens get alpha times the speed advantage, code tokens the
 correctness advantage) and takes `updates` clipped policy-gradient steps over all the step's
@@ -30,10 +30,11 @@ from collections import Counter
 
 import torch
 
-from . import data, grpo, models
+from . import grpo, models
 from .cli import parse_config
 from .board import Board
 from .curriculum import Curriculum, parse_weights, task_level
+from .rollout import rollouts
 
 
 @dataclasses.dataclass
@@ -46,6 +47,7 @@ class RLConfig:
     group_size: int = 4
     rollout_batch: int = 1      # prompts per generate call and per engine call (rollouts depend on it)
     max_new_tokens: int = 512
+    generator: str = "auto"     # rollouts: "generate" (= "auto"), "continuous" or "compiled" (tritium.train.rollout)
     temperature: float = 1.0
     top_p: float = 1.0
     lr: float = 1e-6
@@ -66,34 +68,6 @@ class RLConfig:
     heldout: str = ""           # suite of held-out tasks for the checks; empty: training rollouts
     level_weights: str = ""     # mixing weights over open levels, "1:0.5,2:0.3,3:0.2"; empty: equal
     tensorboard: bool = True    # scalars in OUT/tensorboard (when the package is installed)
-
-
-@torch.no_grad()
-def rollouts(model, tokenizer, prompts: list[str], group_size: int, max_new_tokens: int, temperature: float,
-             top_p: float, device: torch.device) -> list[tuple[list[int], list[list[int]], list[str]]]:
-    """`group_size` samples of each prompt, all in one generate call (left-padded): per prompt, its
-    ids, each sample's completion ids without padding, and the completion texts."""
-    encoded = [tokenizer(data.prompt_text(tokenizer, p), add_special_tokens=False)["input_ids"] for p in prompts]
-    width = max(len(ids) for ids in encoded)
-    rows = [ids for ids in encoded for _ in range(group_size)]
-    inputs = torch.tensor([[tokenizer.pad_token_id] * (width - len(r)) + r for r in rows], device=device)
-    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
-    model.eval()
-    # Temperature 0 is greedy decoding (an eval's pass@1 without sampling noise).
-    sampling = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
-    out = model.generate(input_ids=inputs, attention_mask=mask, max_new_tokens=max_new_tokens,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, **sampling)
-    model.train()
-    completions = []
-    for row in out[:, width:].tolist():
-        if tokenizer.eos_token_id in row:
-            row = row[:row.index(tokenizer.eos_token_id) + 1]  # keep the EOS: it is a chosen token
-        while row and row[-1] == tokenizer.pad_token_id and row[-1] != tokenizer.eos_token_id:
-            row.pop()
-        completions.append(row)
-    texts = [tokenizer.decode([t for t in c if t != tokenizer.eos_token_id]) for c in completions]
-    return [(encoded[i], completions[i * group_size:(i + 1) * group_size], texts[i * group_size:(i + 1) * group_size])
-            for i in range(len(prompts))]
 
 
 def _batch(prompt_ids: list[int], completions: list[list[int]], pad_id: int, device: torch.device):
@@ -121,7 +95,7 @@ def _rollout_batch(cfg: RLConfig, model, tokenizer, client, tasks: list[dict], f
     torch.manual_seed(_seed_for(cfg.seed, step, first))
     began = time.monotonic()
     results = rollouts(model, tokenizer, [api.kernel_prompt(t["source"]) for t in tasks], cfg.group_size,
-                       cfg.max_new_tokens, cfg.temperature, cfg.top_p, device)
+                       cfg.max_new_tokens, cfg.temperature, cfg.top_p, cfg.generator)
     clock["generate"] += time.monotonic() - began
     began = time.monotonic()
     scored = client.score([{"response": text, "task": task["source"], "group": first + i}
@@ -305,7 +279,7 @@ def _check_curriculum(cfg: RLConfig, curriculum: Curriculum, heldout: list[dict]
         # Greedy, as the eval stage's pass@1: sampled at the rollouts' temperature, a dozen tasks
         # gave 0.25-0.42 on the H200 where greedy decoding of the same model gave 0.75.
         results = rollouts(model, tokenizer, [api.kernel_prompt(t["source"]) for t in tasks], 1, cfg.max_new_tokens,
-                           0.0, cfg.top_p, device)
+                           0.0, cfg.top_p, cfg.generator)
         scored = client.score([{"response": texts[0], "task": t["source"], "group": g}
                                for g, (t, (_, _, texts)) in enumerate(zip(tasks, results))])
         outcomes = [s["verdict"]["status"] == "correct" for s in scored]

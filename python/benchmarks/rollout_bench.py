@@ -1,0 +1,164 @@
+"""Rollout throughput: continuous batching (transformers' generate_batch) against static batches
+(generate), side by side on the same prompts, seeds and model, at RL batch sizes.
+
+    python python/benchmarks/rollout_bench.py [--model DIR] [--sequences 64,256,512] [--json F]
+
+The model is a transformers directory, or by default SmolLM2-135M's architecture (its Llama
+config) with random weights: the machines that run this reach no model hub, and the cost of a
+decode step depends on the shapes, not on the weights. A random model almost never samples its
+one EOS, so with it a set of `--stop-share` of the vocabulary stops a sample (each token has that
+chance), which gives completions the spread of lengths that real rollouts have (mean about
+1/stop-share tokens, capped at --max-new-tokens). Prompts are Tritium's kernel prompts of the
+example tasks, `--group` samples each, as RL draws them. Per batch size it prints generated
+tokens/s of each path, the ratio, and the completions' mean length and share stopped by a stop
+token under each (the two should sample alike); greedy completions of a few prompts are
+compared token for token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+import time
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+from tritium.train import models  # noqa: E402
+from tritium.train.rollout import completion_ids  # noqa: E402
+
+# SmolLM2-135M's config.json (the architecture of configs/h200-smollm2.toml's base model).
+SMOLLM2_135M = {"vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
+                "num_attention_heads": 9, "num_key_value_heads": 3, "max_position_embeddings": 8192,
+                "rope_theta": 100000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": True}
+
+
+def kernel_prompts(path: str | None) -> list[str]:
+    """The example tasks' kernel prompts; from a JSON list in `path` where given (written by
+    --write-prompts, so that a machine without the built extension can run this)."""
+    if path:
+        return json.loads(pathlib.Path(path).read_text())
+    import tritium
+
+    return [tritium.kernel_prompt(p.read_text()) for p in sorted((ROOT / "examples" / "tasks").rglob("*.py"))]
+
+
+def load(args):
+    prompts = kernel_prompts(args.prompts)
+    dtype = getattr(torch, args.dtype)
+    if args.model:
+        model, tokenizer = models.load(args.model, dtype=dtype)
+        encoded = [tokenizer(p)["input_ids"] for p in prompts]
+        return model, encoded, tokenizer.eos_token_id, tokenizer.pad_token_id, "model " + args.model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = models.train_tokenizer(prompts, vocab_size=4096)
+    encoded = [tokenizer(p)["input_ids"] for p in prompts]
+    torch.manual_seed(0)
+    config = LlamaConfig(pad_token_id=0, bos_token_id=1, eos_token_id=2, **SMOLLM2_135M)
+    model = LlamaForCausalLM(config).to(dtype)
+    vocab = SMOLLM2_135M["vocab_size"]
+    stops = list(range(vocab - max(1, int(vocab * args.stop_share)), vocab))  # ids the prompts never use
+    return model, encoded, stops, 0, f"SmolLM2-135M architecture, random weights, {len(stops)} stop ids"
+
+
+def save_model(where: str, prompts: list[str]) -> None:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = models.train_tokenizer(prompts, vocab_size=4096)
+    torch.manual_seed(0)
+    shape = {**SMOLLM2_135M, "vocab_size": len(tokenizer)}
+    LlamaForCausalLM(LlamaConfig(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                                 eos_token_id=tokenizer.eos_token_id, **shape)).save_pretrained(where)
+    tokenizer.save_pretrained(where)
+
+
+def run(model, prompts, group, max_new_tokens, eos, pad, generator, seed, temperature=1.0):
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    torch.manual_seed(seed)
+    start = time.perf_counter()
+    rows = completion_ids(model, prompts, group, max_new_tokens, temperature, 1.0, eos, pad, generator)
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    stops = set(eos) if isinstance(eos, list) else {eos}
+    lengths = [len(r) for r in rows]
+    return {"seconds": seconds, "tokens": sum(lengths), "tokens_per_s": sum(lengths) / seconds,
+            "mean_length": statistics.mean(lengths), "stopped_share": sum(bool(r) and r[-1] in stops for r in rows) /
+            len(rows)}, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", help="a transformers model directory (default: SmolLM2-135M's shape, random)")
+    parser.add_argument("--sequences", type=lambda s: [int(n) for n in s.split(",")], default=[64, 256, 512])
+    parser.add_argument("--group", type=int, default=8, help="samples per prompt")
+    parser.add_argument("--max-new-tokens", type=int, default=512)
+    parser.add_argument("--stop-share", type=float, default=1 / 300, help="random model: share of stop ids")
+    parser.add_argument("--dtype", default="float32", help="the policy's dtype (RL trains in float32)")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--greedy-prompts", type=int, default=8)
+    parser.add_argument("--generators", type=lambda s: s.split(","), default=["generate", "compiled", "continuous"])
+    parser.add_argument("--prompts", help="the kernel prompts as a JSON list (default: made from examples/tasks)")
+    parser.add_argument("--write-prompts", metavar="FILE", help="only write the kernel prompts to FILE")
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--save-model", metavar="DIR",
+                        help="only write the random model (its vocabulary the prompts' tokenizer's) and that "
+                             "tokenizer to DIR, as a model directory for `python -m tritium.train.rl`")
+    args = parser.parse_args()
+    if args.write_prompts:
+        pathlib.Path(args.write_prompts).write_text(json.dumps(kernel_prompts(None)))
+        return
+    if args.save_model:
+        save_model(args.save_model, kernel_prompts(args.prompts))
+        return
+
+    model, encoded, eos, pad, what = load(args)
+    model.to(args.device)
+    print(f"{what}; {args.dtype} on {args.device}; {len(encoded)} prompts of {min(map(len, encoded))}-"
+          f"{max(map(len, encoded))} tokens; {args.group} samples each; up to {args.max_new_tokens} new tokens",
+          flush=True)
+    results = {"what": what, "dtype": args.dtype, "device": args.device, "rows": [], "greedy": {}}
+    for generator in args.generators:  # CUDA context, kernels, allocator: not the measured calls'
+        began = time.perf_counter()
+        run(model, encoded[:2], 2, 8, eos, pad, generator, 0)
+        print(f"{generator}: first call {time.perf_counter() - began:.1f} s", flush=True)
+
+    def save():
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(results, indent=2))
+
+    baseline = args.generators[0]
+    for n in args.sequences:
+        prompts = [encoded[i % len(encoded)] for i in range(max(1, n // args.group))]
+        row = {"sequences": len(prompts) * args.group}
+        results["rows"].append(row)
+        for generator in args.generators:
+            r, _ = run(model, prompts, args.group, args.max_new_tokens, eos, pad, generator, seed=n)
+            row[generator] = r
+            r["ratio"] = r["tokens_per_s"] / row[baseline]["tokens_per_s"]
+            save()
+            print(f"{row['sequences']:4} sequences, {generator:10}: {r['tokens_per_s']:9.0f} tok/s ({r['seconds']:6.1f} "
+                  f"s, mean {r['mean_length']:.0f} tokens, {r['stopped_share']:.0%} stopped): {r['ratio']:.1f}x "
+                  f"{baseline}", flush=True)
+
+    prompts = encoded[:args.greedy_prompts]
+    greedy = {g: run(model, prompts, 1, 64, eos, pad, g, 0, temperature=0.0)[1] for g in args.generators}
+    for generator, rows in greedy.items():
+        same = sum(a == b for a, b in zip(greedy[baseline], rows))
+        prefix = statistics.mean(next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                                 for a, b in zip(greedy[baseline], rows))
+        results["greedy"][generator] = {"prompts": len(prompts), "identical": same, "mean_common_prefix": prefix}
+        print(f"greedy, 64 tokens: {generator} decodes {same} of {len(prompts)} completions as {baseline} does "
+              f"(mean common prefix {prefix:.1f} tokens)", flush=True)
+    save()
+
+
+if __name__ == "__main__":
+    main()

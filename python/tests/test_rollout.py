@@ -1,0 +1,65 @@
+"""The rollout generators on the CPU with the tiny model: continuous batching (transformers'
+generate_batch, the GPU's default) against static batches (generate)."""
+
+import pytest
+import torch
+
+from conftest import EXAMPLE_TASKS
+
+import tritium
+from tritium.train import models
+from tritium.train.rollout import completion_ids, resolve, rollouts
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    sources = [(EXAMPLE_TASKS / "level1" / f"{n}.py").read_text() for n in ("01_relu", "07_softmax", "09_matmul")]
+    prompts = [tritium.kernel_prompt(s) for s in sources]
+    model, tokenizer = models.load("tiny", corpus=prompts)
+    return model, tokenizer, prompts
+
+
+def test_greedy_continuous_batching_decodes_what_static_batches_decode(tiny):
+    model, tokenizer, prompts = tiny
+    static = rollouts(model, tokenizer, prompts, 2, 24, 0.0, 1.0, "generate")
+    continuous = rollouts(model, tokenizer, prompts, 2, 24, 0.0, 1.0, "continuous")
+    assert len({len(ids) for ids, _, _ in static}) == 3  # prompts of three lengths
+    assert [ids for ids, _, _ in continuous] == [ids for ids, _, _ in static]
+    assert [c for _, c, _ in continuous] == [c for _, c, _ in static]
+    assert [t for _, _, t in continuous] == [t for _, _, t in static]
+
+
+def test_sampled_continuous_rollouts_repeat_under_a_seed_and_stop_at_eos_or_the_limit(tiny):
+    model, tokenizer, prompts = tiny
+    encoded = [tokenizer(p)["input_ids"][:40] for p in prompts]
+    eos = tokenizer.eos_token_id
+
+    def sample(seed):
+        torch.manual_seed(seed)
+        return completion_ids(model, encoded, 4, 20, 1.0, 1.0, eos, tokenizer.pad_token_id, "continuous")
+
+    first = sample(1)
+    assert first == sample(1)  # per-call seeds, as the trainer sets them, make rollouts repeatable
+    assert first != sample(2)
+    assert len(first) == 12
+    for row in first:
+        assert 0 < len(row) <= 20
+        assert eos not in row[:-1]  # nothing after an EOS
+        assert len(row) == 20 or row[-1] == eos
+
+
+def test_compiled_static_batches_decode_what_static_batches_decode(tiny):
+    model, tokenizer, prompts = tiny
+    static = rollouts(model, tokenizer, prompts, 1, 16, 0.0, 1.0, "generate")
+    compiled = rollouts(model, tokenizer, prompts, 1, 16, 0.0, 1.0, "compiled")  # padded wider, static cache
+    assert [c for _, c, _ in compiled] == [c for _, c, _ in static]
+
+
+def test_the_generator_is_checked(tiny):
+    model, tokenizer, prompts = tiny
+    assert resolve("auto") == "generate"
+    with pytest.raises(ValueError, match="rollout generator 'vllm'"):
+        rollouts(model, tokenizer, prompts[:1], 1, 4, 0.0, 1.0, "vllm")
+    model.train()
+    rollouts(model, tokenizer, prompts[:1], 1, 4, 0.0, 1.0, "continuous")
+    assert model.training  # handed back in the mode it came in

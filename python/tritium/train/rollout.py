@@ -1,0 +1,132 @@
+"""Sampling completions from the policy: what RL's rollouts, its curriculum checks and the eval
+stage all draw on. Three generators, one contract (per prompt, `samples` completions, the EOS kept
+where one ended it):
+- "generate": one left-padded static batch through transformers' `generate`, as long as its
+  longest sample; the default ("auto"), because it was the fastest measured (below);
+- "continuous": transformers' continuous batching (`generate_batch`: a paged KV cache, finished
+  sequences replaced by waiting ones at every step), so no sample waits on the slowest one;
+- "compiled": the static batch over a static KV cache, whose decode step transformers compiles
+  (torch.compile with CUDA graphs) once per shape; prompt widths are padded to steps of
+  WIDTH_STEP so that the calls of one config repeat their shapes.
+On the H200 (2026-12-02; transformers 5.17, torch 2.11, float32, SmolLM2-135M's architecture,
+no flash-attention package, python/benchmarks/rollout_bench.py): 64 sequences of up to 512 new
+tokens took generate 16.9 s, compiled 91.0 s (a compile included), continuous 45.9 s; 256
+sequences 33.0, 38.5 and 165.7 s. So neither is the default yet (docs/training.md).
+All sample with torch's global generator, so a seed set before the call makes them repeatable,
+without a top-k cut; greedy decoding (temperature 0) gives them the same tokens up to
+floating-point ties.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from . import data
+
+GENERATORS = ("auto", "continuous", "compiled", "generate")
+
+
+def resolve(generator: str) -> str:
+    if generator not in GENERATORS:
+        raise ValueError(f"rollout generator {generator!r}: expected one of {', '.join(GENERATORS)}")
+    return "generate" if generator == "auto" else generator
+
+
+def _sampling(temperature: float, top_p: float) -> dict:
+    # Temperature 0 is greedy decoding (an eval's pass@1 without sampling noise). top_k 0: no top-k
+    # cut (generate's default cuts at 50, continuous batching's none; both now sample alike).
+    if temperature > 0:
+        return dict(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+    return dict(do_sample=False)
+
+
+def _until_eos(row: list[int], eos: int | list[int] | None, pad: int | None) -> list[int]:
+    stops = set(eos) if isinstance(eos, list) else {eos}
+    for i, token in enumerate(row):
+        if token in stops:
+            return row[:i + 1]  # keep the EOS: it is a chosen token
+    while row and pad is not None and row[-1] == pad:
+        row = row[:-1]
+    return row
+
+
+@torch.no_grad()
+def _static(model, encoded: list[list[int]], samples: int, max_new_tokens: int, sampling: dict, eos,
+            pad: int, compiled: bool = False) -> list[list[int]]:
+    width = max(len(ids) for ids in encoded)
+    if compiled:  # prompt widths in steps of WIDTH_STEP: calls of one config repeat their shapes
+        width = -(-width // WIDTH_STEP) * WIDTH_STEP
+    rows = [ids for ids in encoded for _ in range(samples)]
+    device = next(model.parameters()).device
+    inputs = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=device)
+    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
+    extra = {"cache_implementation": "static"} if compiled else {}
+    out = model.generate(input_ids=inputs, attention_mask=mask, max_new_tokens=max_new_tokens, pad_token_id=pad,
+                         eos_token_id=eos, **sampling, **extra)
+    return [_until_eos(row, eos, pad) for row in out[:, width:].tolist()]
+
+
+WIDTH_STEP = 256
+
+
+def _compiled(model, encoded, samples, max_new_tokens, sampling, eos, pad) -> list[list[int]]:
+    """A static batch over a static KV cache: on a GPU, transformers compiles the decode step
+    (torch.compile, CUDA graphs), once per shape."""
+    return _static(model, encoded, samples, max_new_tokens, sampling, eos, pad, compiled=True)
+
+
+@torch.no_grad()
+def _continuous(model, encoded: list[list[int]], samples: int, max_new_tokens: int, sampling: dict, eos,
+                pad: int) -> list[list[int]]:
+    from transformers.generation import GenerationConfig
+
+    config = GenerationConfig(max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=pad, **sampling)
+    rows = [ids for ids in encoded for _ in range(samples)]
+    # The library logs its cache sizing and attention choice at every call: once per RL step is noise.
+    quiet = logging.getLogger("transformers.generation.continuous_batching")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    attention = model.config._attn_implementation
+    try:
+        results = model.generate_batch(rows, generation_config=config, progress_bar=False)
+    finally:
+        quiet.setLevel(level)
+        # The library may switch the model to a paged attention for the call; training needs its own back.
+        if model.config._attn_implementation != attention:
+            model.set_attn_implementation(attention)
+    # Request ids are "req_<n>" in submission order; a failed request is an error, never a short sample.
+    ordered = sorted(results.values(), key=lambda r: int(str(r.request_id).rsplit("_", 1)[-1]))
+    failed = [r for r in ordered if getattr(r, "error", None)]
+    if len(ordered) != len(rows) or failed:
+        raise RuntimeError(f"continuous batching returned {len(ordered)} of {len(rows)} completions"
+                           + (f"; {failed[0].request_id}: {failed[0].error}" if failed else ""))
+    return [_until_eos(list(r.generated_tokens), eos, None) for r in ordered]
+
+
+def completion_ids(model, encoded: list[list[int]], samples: int, max_new_tokens: int, temperature: float,
+                   top_p: float, eos: int | list[int] | None, pad: int, generator: str = "auto") -> list[list[int]]:
+    """`samples` completions of each prompt (token ids, prompt-major), EOS kept, no padding; `eos`
+    one stop token or several. The model is in eval mode for the call and back in its former mode
+    after it."""
+    run = {"continuous": _continuous, "compiled": _compiled, "generate": _static}[resolve(generator)]
+    training = model.training
+    model.eval()
+    try:
+        return run(model, encoded, samples, max_new_tokens, _sampling(temperature, top_p), eos, pad)
+    finally:
+        model.train(training)
+
+
+def rollouts(model, tokenizer, prompts: list[str], group_size: int, max_new_tokens: int, temperature: float,
+             top_p: float, generator: str = "auto") -> list[tuple[list[int], list[list[int]], list[str]]]:
+    """`group_size` samples of each prompt: per prompt, its ids, each sample's completion ids and
+    the completion texts (without the EOS)."""
+    encoded = [tokenizer(data.prompt_text(tokenizer, p), add_special_tokens=False)["input_ids"] for p in prompts]
+    eos = tokenizer.eos_token_id
+    completions = completion_ids(model, encoded, group_size, max_new_tokens, temperature, top_p, eos,
+                                 tokenizer.pad_token_id, generator)
+    texts = [tokenizer.decode([t for t in c if t != eos]) for c in completions]
+    return [(encoded[i], completions[i * group_size:(i + 1) * group_size], texts[i * group_size:(i + 1) * group_size])
+            for i in range(len(prompts))]
