@@ -35,6 +35,9 @@ class Server:
         self.proc = subprocess.Popen([TRITIUM, "serve-model", str(model), "--port", "0", *flags], text=True,
                                      stdout=subprocess.PIPE, stderr=log.open("w"))
         line = self.proc.stdout.readline()
+        if "--json" in flags:  # the same, as one JSON line
+            self.url = json.loads(line)["listening"]
+            return
         assert "listening on" in line, log.read_text()
         self.url = line.split("listening on ")[1].strip()
 
@@ -49,6 +52,17 @@ def server(tiny_model, tmp_path_factory):
                "--batch-wait-ms", "200", "--model-name", "tiny")
     yield s
     s.stop()
+
+
+def test_with_json_the_server_says_where_it_listens_as_json(tiny_model, tmp_path):
+    s = Server(tiny_model, tmp_path / "log", "--json", "--model-name", "tiny-json")
+    try:
+        import urllib.request
+
+        with urllib.request.urlopen(s.url + "/health", timeout=30) as answer:
+            assert json.loads(answer.read()) == {"status": "ok", "model": "tiny-json"}
+    finally:
+        s.stop()
 
 
 @pytest.fixture

@@ -80,6 +80,21 @@ def unique(code: str) -> str:
     return code + f"\n# {time.time_ns()}\n"
 
 
+def test_with_json_serve_says_where_it_listens_as_one_json_line():
+    env = dict(os.environ, TRITIUM_PYTHON=sys.executable)
+    proc = subprocess.Popen([TRITIUM, "serve", "--port", "0", "--device", "cpu", "--jobs", "1", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        document = json.loads(proc.stdout.readline())
+        host, port = re.fullmatch(r"http://([\d.]+):(\d+)", document["listening"]).groups()
+        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        conn.request("GET", "/healthz")
+        assert conn.getresponse().status == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+
+
 def test_healthz_needs_no_token_and_describes_the_engine(server):
     status, _, text = server.request("GET", "/healthz", token=None)
     doc = json.loads(text)

@@ -70,9 +70,15 @@ def test_every_stage_runs_and_the_report_compares_the_models(tmp_path):
     config.write_text(MINI.format(out=again).replace('stages = ["data", "sft", "rl", "eval"]', 'stages = ["sft", "eval"]')
                       .replace("steps = 8\n", f'steps = 1\nmodel = "{out / "sft" / "checkpoint-8"}"\n')
                       .replace("[eval]\n", "[eval]\nbase = true\n"))
-    r = run("train", "--config", str(config), timeout=900)
+    # With --json: the logs on stderr, one document of what the run made on stdout.
+    r = run("train", "--config", str(config), "--json", timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "eval: base (" in r.stdout
+    assert "eval: base (" in r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["stages"] == ["sft", "eval"] and summary["out"] == str(again)
+    assert summary["checkpoints"] == {"sft": str(again / "sft" / "checkpoint-1")}
+    assert set(summary["eval"]) == {"base", "sft"} and summary["eval"]["sft"]["tasks"] == 2
+    assert summary["report"] == str(again / "report")
     report = json.loads((again / "report" / "report.json").read_text())
     assert [run["name"] for run in report["runs"]] == ["base/verdicts", "sft/verdicts"]
 

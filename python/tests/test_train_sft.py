@@ -133,3 +133,13 @@ def test_a_model_loaded_from_gguf_saves_once_its_weights_are_plain(tmp_path):
     plain.save_pretrained(tmp_path / "saved")
     saved = json.loads((tmp_path / "saved" / "config.json").read_text())
     assert "quantization_config" not in saved and not plain.is_quantized
+
+
+def test_a_progress_bar_counts_the_steps_on_stderr_where_asked(tmp_path, sft_file, monkeypatch, capfd):
+    common = dict(data=str(sft_file), batch_size=2, lr=1e-3, max_len=512, log_every=0, tensorboard=False)
+    train_sft(SFTConfig(out=str(tmp_path / "quiet"), steps=2, **common), log=lambda _: None)
+    assert "sft:" not in capfd.readouterr().err  # stderr is no terminal here: no bar
+    monkeypatch.setenv("TRITIUM_PROGRESS", "1")
+    train_sft(SFTConfig(out=str(tmp_path / "shown"), steps=2, **common), log=lambda _: None)
+    err = capfd.readouterr().err
+    assert "sft: 100%" in err and "2/2" in err and "loss=" in err

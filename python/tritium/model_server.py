@@ -341,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=4096, help="the largest max_tokens a request may ask")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a request may wait for its answer")
     ap.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
+    ap.add_argument("--json", action="store_true", help="say where it listens as one JSON line: {listening, model}")
     ap.add_argument("--parent-pid", type=int, default=0,
                     help="end with this process (a `tritium bench` or `search` that started the server)")
     args = ap.parse_args(argv)
@@ -363,7 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     server.daemon_threads = True
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     host, port = server.server_address[:2]
-    print(f"tritium serve-model: listening on http://{host}:{port}", flush=True)
+    url = f"http://{host}:{port}"
+    print(json.dumps({"listening": url, "model": name}) if args.json else f"tritium serve-model: listening on {url}",
+          flush=True)
     log(f"{name} on {model.device}, batches of up to {args.max_batch}")
     try:
         server.serve_forever()

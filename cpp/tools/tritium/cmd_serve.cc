@@ -19,6 +19,7 @@ struct ServeCliOptions {
   EngineFlags engine;
   std::string reward_config;
   double max_body_mb = 16;
+  bool json = false;
 };
 
 Result<Json> reward_config(const std::string& text) {
@@ -52,7 +53,11 @@ int run_serve(ServeCliOptions& o) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   auto server = Server::create(o.serve);
   if (!server) return engine_failure(o.serve.engine, server.error());
-  std::cout << fmt::format("tritium serve: listening on http://{}:{}\n", o.serve.host, (*server)->port()) << std::flush;
+  const std::string url = fmt::format("http://{}:{}", o.serve.host, (*server)->port());
+  if (o.json)
+    print_json({{"listening", url}});
+  else
+    std::cout << "tritium serve: listening on " << url << std::endl;
   std::thread waiter([&] {
     int signal = 0;
     sigwait(&stop_signals, &signal);
@@ -96,6 +101,7 @@ void add_serve_command(CLI::App& root, Commands& commands) {
                   "Open connections per client address; more are refused with 429")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  app->add_flag("--json", o->json, "Say where it listens as one JSON line on stdout: {listening: URL}");
   add_engine_flags(app, o->engine);
   commands.push_back({app, [o] { return run_serve(*o); }, /*own_signals=*/true});
 }

@@ -9,6 +9,7 @@ namespace {
 
 struct TrainOptions {
   std::string config, python;
+  bool json = false;
 };
 
 struct ServeModelOptions {
@@ -22,7 +23,13 @@ void add_train_command(CLI::App& root, Commands& commands) {
   auto* app = root.add_subcommand("train", "Run the training stages of a config: data, sft, rl, eval (docs/training.md)");
   app->add_option("--config", o->config, "A TOML config (configs/)")->required()->check(CLI::ExistingFile);
   app->add_option("--python", o->python, "Python with torch and transformers (default: as for the runners)");
-  commands.push_back({app, [o] { return exec_python_module(o->python, "tritium.train", {"--config", o->config}); }});
+  app->add_flag("--json", o->json, "Logs on stderr; on stdout one JSON document: {config, out, stages, checkpoints, "
+                                   "eval: {stage: metrics}, report}");
+  commands.push_back({app, [o] {
+                        std::vector<std::string> args{"--config", o->config};
+                        if (o->json) args.push_back("--json");
+                        return exec_python_module(o->python, "tritium.train", args);
+                      }});
 }
 
 void add_serve_model_command(CLI::App& root, Commands& commands) {
@@ -35,7 +42,7 @@ void add_serve_model_command(CLI::App& root, Commands& commands) {
   app->add_option("--python", o->python, "Python with torch and transformers (default: as for the runners)");
   app->allow_extras();  // --port, --host, --max-batch, ...: the server's own flags (python -m tritium.model_server -h)
   app->footer("Other flags go to the server: --host, --port (0: a free one), --device, --dtype, --max-batch, "
-              "--batch-wait-ms, --max-pending, --max-tokens, --timeout, --api-key, --model-name.");
+              "--batch-wait-ms, --max-pending, --max-tokens, --timeout, --api-key, --model-name, --json.");
   commands.push_back({app, [o, app] {
                         std::vector<std::string> args{o->path};
                         for (const auto& extra : app->remaining()) args.push_back(extra);

@@ -15,6 +15,7 @@ data-parallel over the processes; the data and eval stages run on the main proce
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -86,12 +87,15 @@ class Evaluations:
         self.base = bool(config.get("eval", {}).get("base", False))  # the model SFT starts from, too
         self.out, self.seed, self.state = out, seed, state
         self.verdicts: list[pathlib.Path] = []
+        self.metrics: dict[str, dict] = {}  # each evaluated model's overall metrics, by stage name
+        self.report_dir: pathlib.Path | None = None
 
     def after(self, name: str, model: pathlib.Path) -> None:
         if self.on and self.state.is_main_process:
             print(f"eval: {name} ({model})", flush=True)
             where = self.out / "eval" / name
-            evaluate_model(str(model), str(self.out / "heldout.jsonl"), str(where), seed=self.seed, **self.cfg)
+            self.metrics[name] = evaluate_model(str(model), str(self.out / "heldout.jsonl"), str(where), seed=self.seed,
+                                                **self.cfg)
             self.verdicts.append(where / "verdicts.jsonl")
         self.state.wait_for_everyone()
 
@@ -121,7 +125,8 @@ class Evaluations:
         if len(self.verdicts) > 1:  # the stages side by side: base, SFT, RL
             _cli("report", str(self.verdicts[0]), "--compare", *map(str, self.verdicts[1:]),
                  "--out", str(self.out / "report"))
-            print(f"eval: report with the stages side by side in {self.out / 'report'}")
+            self.report_dir = self.out / "report"
+            print(f"eval: report with the stages side by side in {self.report_dir}")
 
 
 def load_config(config_path: str) -> dict:
@@ -136,7 +141,8 @@ def load_config(config_path: str) -> dict:
     return config
 
 
-def run(config_path: str) -> int:
+def run(config_path: str) -> dict:
+    """Runs the config's stages; what they made: {config, out, stages, checkpoints, eval, report}."""
     config = load_config(config_path)
     stages = config.get("stages", list(STAGES))
     out = pathlib.Path(config.get("out", "runs/" + pathlib.Path(config_path).stem))
@@ -165,19 +171,28 @@ def run(config_path: str) -> int:
     if "eval" in stages and "sft" not in stages and "rl" not in stages:
         evaluations.alone(config.get("eval", {}).get("model"))
     evaluations.report()
-    return 0
+    checkpoints = {"sft": latest_checkpoint(out / "sft"), "rl": latest_checkpoint(out / "rl", "config.json")}
+    return {"config": config_path, "out": str(out), "stages": stages,
+            "checkpoints": {k: str(v) for k, v in checkpoints.items() if v},
+            "eval": evaluations.metrics, "report": str(evaluations.report_dir) if evaluations.report_dir else None}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tritium train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True, help="a TOML file (configs/)")
+    parser.add_argument("--json", action="store_true",
+                        help="the stages' logs on stderr; on stdout one JSON document of what the run made")
     args = parser.parse_args(argv)
     try:
-        return run(args.config)
+        with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+            summary = run(args.config)
     except (ValueError, FileNotFoundError, tomllib.TOMLDecodeError) as e:
         print(f"tritium: error: {e}", file=sys.stderr)
         return 2
+    if args.json and int(os.environ.get("RANK", "0")) == 0:
+        print(json.dumps(summary), flush=True)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """TensorBoard scalars of the training stages, in OUT/tensorboard (`tensorboard --logdir OUT`),
-beside the console lines. Nested dicts become tag paths: {"status_share": {"correct": .5}} at
+beside the console lines, and the stages' progress bars. Nested dicts become tag paths: {"status_share": {"correct": .5}} at
 prefix "rl" is the scalar "rl/status_share/correct". Without the tensorboard package it is silent."""
 
 from __future__ import annotations
 
 import math
+import os
 import pathlib
 
 
@@ -31,3 +32,15 @@ class Board:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+
+
+def progress(total: int, done: int, stage: str, enabled: bool = True):
+    """A stage's progress bar over its steps, on stderr: shown where stderr is a terminal (a log
+    file or CI gets the console lines alone), or always with TRITIUM_PROGRESS=1 (never with 0).
+    `update(1)` per step, `set_postfix(...)` for the step's figures, `close()` at the end."""
+    from tqdm.auto import tqdm  # transformers' own dependency
+
+    forced = os.environ.get("TRITIUM_PROGRESS")
+    show = None if forced is None else forced == "1"  # None: tqdm asks whether stderr is a terminal
+    return tqdm(total=total, initial=done, desc=stage, unit="step", dynamic_ncols=True,
+                disable=True if not enabled else (None if show is None else not show))

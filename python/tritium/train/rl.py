@@ -32,7 +32,7 @@ import torch
 
 from . import grpo, models
 from .cli import parse_config
-from .board import Board
+from .board import Board, progress
 from .curriculum import Curriculum, parse_weights, task_level
 from .rollout import rollouts
 
@@ -207,6 +207,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     rng = random.Random(cfg.seed)
     history, top_rollouts = [], []
     board = Board(out, cfg.tensorboard and main)
+    bar = progress(cfg.steps, 0, "rl", main)
     for step in range(1, cfg.steps + 1):
         began = time.monotonic()
         chosen = curriculum.pick(rng, cfg.prompts_per_step)  # the same on every process
@@ -240,6 +241,8 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             (out / "rl_history.json").write_text(json.dumps(history, indent=2))
         statuses = record["statuses"]
         total = sum(statuses.values())
+        bar.update(1)
+        bar.set_postfix(reward=f"{record['reward_mean']:.3f}", correct=f"{statuses.get('correct', 0)}/{total}")
         board.scalars(step, "rl", {**{k: v for k, v in record.items() if k not in ("statuses", "levels", "open_levels")},
                                    "status_share": {k: n / total for k, n in statuses.items()},
                                    "open_levels": len(record["open_levels"])})
@@ -252,6 +255,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             save_checkpoint(model, tokenizer, out / f"checkpoint-{step}")
         accelerator.wait_for_everyone()
     board.close()
+    bar.close()
     return {"steps": cfg.steps, "history": history, "checkpoint": str(out / f"checkpoint-{cfg.steps}"),
             "processes": world}
 

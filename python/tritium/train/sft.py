@@ -24,7 +24,7 @@ import time
 import torch
 
 from . import data, models
-from .board import Board
+from .board import Board, progress
 from .cli import parse_config
 
 
@@ -184,6 +184,7 @@ def train_sft(cfg: SFTConfig, log=print) -> dict:
               "dropped": len(rows) - len(examples), "device": str(device), "processes": world, "losses": []}
     tokens, began = 0, time.monotonic()
     board = Board(out, cfg.tensorboard and main)
+    bar = progress(cfg.steps, start, "sft", main)
     share = cfg.batch_size // world
     for step in range(start, cfg.steps):
         micro_batches = [batches.at(step * cfg.grad_accum + m) for m in range(cfg.grad_accum)]
@@ -213,6 +214,8 @@ def train_sft(cfg: SFTConfig, log=print) -> dict:
             raise FloatingPointError(f"sft: loss became {loss} at step {done}; lower the learning rate")
         rate = tokens / max(time.monotonic() - began, 1e-9)
         board.scalars(done, "sft", {"loss": loss, "lr": optimizer.param_groups[0]["lr"], "tokens_per_s": rate})
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss:.4f}", tokens_per_s=f"{rate:.0f}")
         if cfg.log_every and done % cfg.log_every == 0:
             log(f"sft: step {done}/{cfg.steps} loss {loss:.4f} ({rate:.0f} tokens/s)")
         last = done == cfg.steps
@@ -226,6 +229,7 @@ def train_sft(cfg: SFTConfig, log=print) -> dict:
                 result["checkpoint"] = str(_save(accelerator.unwrap_model(model), tokenizer, optimizer, done, cfg, out))
             accelerator.wait_for_everyone()
     board.close()
+    bar.close()
     result["tokens_per_s"] = tokens / max(time.monotonic() - began, 1e-9)
     result.setdefault("checkpoint", str(out / f"checkpoint-{result['steps']}"))
     if main:
