@@ -7,7 +7,7 @@ export VENV BUILD_DIR
 # ctest drives the runner with the venv's Python.
 export TRITIUM_PYTHON := $(abspath $(PY))
 
-.PHONY: setup demo demo-examples test test-cpp test-python bench fuzz clean
+.PHONY: setup demo demo-examples test test-cpp test-python report-check bench fuzz clean
 
 setup:
 	@bash scripts/setup.sh
@@ -33,6 +33,11 @@ test-cpp:
 
 test-python:
 	$(PY) -m pytest -q python/tests
+
+# The report's HTML in a real browser: Debian's headless Chromium, installed when missing.
+report-check: setup
+	@command -v chromium >/dev/null || command -v chromium-headless-shell >/dev/null || apt-get install -y -qq chromium
+	$(PY) -m pytest -q python/tests/test_report.py
 
 bench: setup
 	@for b in $(BUILD_DIR)/cpp/bench/bench_*; do echo "== $$b"; $$b; done

@@ -41,7 +41,9 @@ def test_report_writes_markdown_json_and_html(tmp_path, two_runs):
     assert timed["problems"] == 1 and timed["metrics"]["overall"]["speedup"]["correct_eager"]["geomean"] == 2.0
     assert cpu["metrics"]["overall"]["fast_eager"]["fast_1@1"] is None
     html = (out / "report.html").read_text()
-    assert html.count("<svg") == 2 and "<script" not in html  # stages and speedups; pass@k needs 2+ samples/task
+    # Stages, fast_p, speedups vs eager and vs torch.compile; pass@k needs 2+ samples a task.
+    assert html.count("<svg") == 4 and "<script" not in html
+    assert "<h2>Per task</h2>" in html and "## Per task" in md
 
 
 def test_bad_inputs_are_usage_errors(tmp_path):
@@ -62,7 +64,7 @@ def test_the_html_renders_in_headless_chromium(tmp_path, two_runs):
     page = (out / "report.html").as_uri()
     flags = ["--no-sandbox", "--disable-gpu", "--headless"]
     dom = subprocess.run([BROWSER, *flags, "--dump-dom", page], capture_output=True, text=True, timeout=120).stdout
-    assert dom.count("<svg") == 2 and dom.count("<rect") > 20 and "Level 2" in dom
+    assert dom.count("<svg") == 4 and dom.count("<rect") > 20 and "Level 2" in dom
     shot = tmp_path / "shot.png"
     subprocess.run([BROWSER, *flags, f"--screenshot={shot}", "--window-size=1100,1600", page],
                    capture_output=True, timeout=120)

@@ -33,6 +33,7 @@ struct TaskTally {
   std::string task_id;
   int samples = 0, correct = 0;
   std::vector<int> faster_eager, faster_compile;  // per MetricsOptions::ps; empty when untimed
+  std::vector<double> eager_speedups, compile_speedups;  // of its correct, timed samples
 };
 
 /// A speedup distribution's summary; unset when there is nothing to summarise.
@@ -63,7 +64,7 @@ struct Summary {
   // Speedups of the correct, timed samples; and of all samples with the convention that a sample
   // that is not correct counts as 1.0 (the PyTorch reference stays in place).
   SpeedupSummary correct_eager, correct_compile, all_eager, all_compile;
-  std::vector<double> eager_speedups;  // of the correct, timed samples, ascending (for charts)
+  std::vector<double> eager_speedups, compile_speedups;  // of the correct, timed samples, ascending (charts)
 };
 
 /// Metrics of a run, overall and per KernelBench level (a verdict's `level`, else a `levelN`
@@ -78,6 +79,10 @@ Metrics compute_metrics(std::span<const Verdict> verdicts, const MetricsOptions&
 
 /// pass@k for k = 1 .. the fewest samples of a task, so every point averages the same tasks.
 std::vector<AtK> pass_curve(const Summary& summary);
+/// fast_p@1 at each threshold of `ps` (KernelBench's curve): the mean over tasks of the share of
+/// their samples that are correct and more than p times faster than the reference (eager, or
+/// torch.compile); unset when the summary has no timing.
+std::vector<AtK> fast_curve(const Summary& summary, const std::vector<double>& ps, bool compile);
 
 /// The Figure 5 stage of a status ("syntax" ... "correct", or "error").
 std::string stage_of(const std::string& status);

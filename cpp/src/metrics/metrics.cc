@@ -90,8 +90,8 @@ Summary summarise_verdicts(const std::vector<const Verdict*>& verdicts, const Me
       t.faster_eager[pi] += se && *se > o.ps[pi];
       t.faster_compile[pi] += sc && *sc > o.ps[pi];
     }
-    if (se) ce.push_back(*se);
-    if (sc) cc.push_back(*sc);
+    if (se) ce.push_back(*se), t.eager_speedups.push_back(*se);
+    if (sc) cc.push_back(*sc), t.compile_speedups.push_back(*sc);
     ae.push_back(se.value_or(1.0));
     ac.push_back(sc.value_or(1.0));
   }
@@ -106,6 +106,8 @@ Summary summarise_verdicts(const std::vector<const Verdict*>& verdicts, const Me
   s.fast_compile = fast_at(s.tasks, o, true);
   s.eager_speedups = ce;
   std::sort(s.eager_speedups.begin(), s.eager_speedups.end());
+  s.compile_speedups = cc;
+  std::sort(s.compile_speedups.begin(), s.compile_speedups.end());
   s.correct_eager = summarise(ce);
   s.correct_compile = summarise(cc);
   if (!ce.empty()) s.all_eager = summarise(ae);
@@ -163,6 +165,24 @@ std::vector<AtK> pass_curve(const Summary& s) {
   std::vector<AtK> curve;
   for (int k = 1; k <= fewest; ++k)
     curve.push_back(mean_at_k(s.tasks, k, [](const TaskTally& t) -> std::optional<int> { return t.correct; }));
+  return curve;
+}
+
+std::vector<AtK> fast_curve(const Summary& s, const std::vector<double>& ps, bool compile) {
+  std::vector<AtK> curve;
+  for (double p : ps) {
+    AtK a{1, p, std::nullopt};
+    if (s.timed && !s.tasks.empty()) {
+      double sum = 0;
+      for (const auto& t : s.tasks) {
+        const auto& speedups = compile ? t.compile_speedups : t.eager_speedups;
+        sum += static_cast<double>(std::count_if(speedups.begin(), speedups.end(), [p](double x) { return x > p; })) /
+               std::max(t.samples, 1);
+      }
+      a.value = sum / static_cast<double>(s.tasks.size());
+    }
+    curve.push_back(a);
+  }
   return curve;
 }
 

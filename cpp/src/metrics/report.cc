@@ -37,6 +37,7 @@ std::string report_markdown(std::span<const RunReport> runs) {
   }
   const auto rules = report::rules_table(runs);
   if (!rules.rows.empty()) out += "\n## Error findings per rule (samples)\n\n" + rules.markdown();
+  out += "\n## Per task\n\n" + report::task_table(runs).markdown();
   return out;
 }
 

@@ -105,6 +105,19 @@ Table rules_table(std::span<const RunReport> runs) {
   return t;
 }
 
+Table task_table(std::span<const RunReport> runs) {
+  auto best = [](const std::vector<double>& v) {
+    return v.empty() ? std::optional<double>() : std::optional<double>(*std::max_element(v.begin(), v.end()));
+  };
+  Table t;
+  t.header = {"run", "task", "samples", "correct", "best vs eager", "best vs compile"};
+  for (const auto& r : runs)
+    for (const auto& task : r.metrics.overall.tasks)
+      t.rows.push_back({r.name, task.task_id, std::to_string(task.samples), std::to_string(task.correct),
+                        times(best(task.eager_speedups)), times(best(task.compile_speedups))});
+  return t;
+}
+
 const Summary* level_summary(const RunReport& run, int level) {
   auto it = run.metrics.levels.find(level);
   return it == run.metrics.levels.end() ? nullptr : &it->second;

@@ -21,6 +21,8 @@ struct Table {
 Table headline(std::span<const RunReport> runs, const std::function<const Summary*(const RunReport&)>& pick);
 /// Samples with an error finding, per rule id and run.
 Table rules_table(std::span<const RunReport> runs);
+/// One row per (run, task): samples, correct ones, and the best correct speedups.
+Table task_table(std::span<const RunReport> runs);
 /// Every level that some run has, ascending.
 std::vector<int> all_levels(std::span<const RunReport> runs);
 /// The summary of `level` in a run, or null.

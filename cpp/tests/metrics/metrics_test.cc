@@ -123,6 +123,25 @@ TEST(Metrics, PassCurveIsMonotone) {
   EXPECT_DOUBLE_EQ(*curve[0].value, (3.0 / 8 + 1.0 / 4) / 2);
 }
 
+TEST(Metrics, FastCurveIsTheShareOfEachTasksSamplesPastEachThreshold) {
+  // Task a: 3 samples, correct at 1.5x and 3x (compile 0.5x, 2x); task b: 1 sample, correct at 0.8x.
+  const std::vector<Verdict> v{verdict("a", "correct", 1.5, 0.5), verdict("a", "correct", 3.0, 2.0),
+                               verdict("a", "incorrect"), verdict("b", "correct", 0.8, 0.9)};
+  const Summary s = compute_metrics(v).overall;
+  const auto eager = fast_curve(s, {0, 1, 2, 4}, false), compile = fast_curve(s, {0, 1, 2, 4}, true);
+  EXPECT_DOUBLE_EQ(*eager[0].value, (2.0 / 3 + 1) / 2);  // p = 0: the correct share per task
+  EXPECT_DOUBLE_EQ(*eager[1].value, (2.0 / 3 + 0) / 2);
+  EXPECT_DOUBLE_EQ(*eager[2].value, (1.0 / 3 + 0) / 2);
+  EXPECT_DOUBLE_EQ(*eager[3].value, 0.0);
+  EXPECT_DOUBLE_EQ(*compile[1].value, (1.0 / 3) / 2);
+  EXPECT_DOUBLE_EQ(eager[2].p, 2.0);
+  // fast_p@1 at the configured thresholds is the same number.
+  for (const auto& a : s.fast_eager)
+    if (a.k == 1 && a.p == 1.0) EXPECT_DOUBLE_EQ(*a.value, *eager[1].value);
+  const std::vector<Verdict> untimed{verdict("a", "correct")};
+  EXPECT_FALSE(fast_curve(compute_metrics(untimed).overall, {1.0}, false)[0].value);
+}
+
 TEST(Report, ThreeFormsOfTwoRuns) {
   std::vector<Verdict> a{verdict("level1/1_relu", "correct", 1.5), verdict("level1/1_relu", "incorrect"),
                          verdict("level1/2_x", "incorrect"), verdict("level1/2_x", "correct", 3.0)};
@@ -146,7 +165,16 @@ TEST(Report, ThreeFormsOfTwoRuns) {
   EXPECT_NE(html.find("base&lt;&amp;&gt;"), std::string::npos);
   EXPECT_NE(html.find("aria-label=\"status breakdown\""), std::string::npos);
   EXPECT_NE(html.find("aria-label=\"pass@k\""), std::string::npos);
-  EXPECT_NE(html.find("aria-label=\"speedup distribution\""), std::string::npos);
+  EXPECT_NE(html.find("aria-label=\"speedups vs eager\""), std::string::npos);
+  EXPECT_NE(html.find("aria-label=\"fast_p\""), std::string::npos);
+  EXPECT_NE(html.find("k (samples per task)"), std::string::npos);  // labelled axes
+  EXPECT_NE(html.find(">samples</text>"), std::string::npos);
+  EXPECT_NE(html.find("<h2>Per task</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>level1/2_x</td><td class=n>2</td><td class=n>1</td><td class=n>3.000x</td>"),
+            std::string::npos);
+  EXPECT_NE(md.find("| tuned | level1/2_x | 2 | 2 | 1.100x | - |"), std::string::npos);
+  // Each stacked segment wide enough for it carries its count: base's 2 correct of 4.
+  EXPECT_NE(html.find("style=\"fill:#fff\">2</text>"), std::string::npos);
   // One sample per task: no curve to draw, and no speedups on a CPU run.
   std::vector<Verdict> cpu{verdict("t", "correct")};
   std::vector<RunReport> one{{"cpu", "c.jsonl", compute_metrics(cpu)}};
