@@ -7,7 +7,7 @@ export VENV BUILD_DIR
 # ctest drives the runner with the venv's Python.
 export TRITIUM_PYTHON := $(abspath $(PY))
 
-.PHONY: setup demo demo-examples test test-cpp test-python report-check bench fuzz clean
+.PHONY: setup demo demo-examples test test-cpp test-python integrations report-check bench fuzz clean
 
 setup:
 	@bash scripts/setup.sh
@@ -26,13 +26,19 @@ demo-examples: setup
 	-$(VENV)/bin/tritium eval --tasks examples/tasks --candidates $(BUILD_DIR)/demo-candidates.jsonl --no-static --timeout 30
 
 test: setup
-	$(MAKE) --no-print-directory test-cpp test-python
+	$(MAKE) --no-print-directory test-cpp test-python integrations
 
 test-cpp:
 	cd $(BUILD_DIR) && $(abspath $(VENV))/bin/ctest --output-on-failure -j2
 
 test-python:
 	$(PY) -m pytest -q python/tests
+
+# Real TRL (two GRPOTrainer steps) and verl's own reward loader on docs/integrations.md's recipes.
+integrations: setup
+	$(PY) -m pip install -q -c requirements/dev.txt -r requirements/integrations.txt
+	$(PY) -m pip install -q --no-deps verl==0.9.1
+	$(PY) -m pytest -q python/tests/test_integrations.py -k real
 
 # The report's HTML in a real browser: Debian's headless Chromium, installed when missing.
 report-check: setup

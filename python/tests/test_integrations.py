@@ -104,9 +104,14 @@ def test_remote_endpoints_fail_over_to_a_live_server():
         server.stop()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("trl") is None, reason="trl is not installed (the training issue adds it)")
-def test_a_real_trl_grpo_step_calls_the_reward_function(tmp_path, local):
-    """One GRPOTrainer step on a tiny random Llama: TRL itself calls our function with its batch."""
+def _missing(*modules: str) -> bool:
+    return any(importlib.util.find_spec(m) is None for m in modules)
+
+
+@pytest.mark.skipif(_missing("trl"), reason="trl is not installed (make integrations installs it)")
+def test_real_trl_grpo_steps_call_the_documented_reward_function(tmp_path, monkeypatch, local):
+    """Two GRPOTrainer steps on a tiny random Llama: TRL itself calls triton_reward (docs/integrations.md's
+    recipe, the client from the environment) with its batch and dataset columns at every step."""
     from datasets import Dataset
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -120,19 +125,39 @@ def test_a_real_trl_grpo_step_calls_the_reward_function(tmp_path, local):
                          num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
     calls = []
-    scorer = trl_hook.make_reward(local)
+    monkeypatch.setattr(client_module, "_default", local)  # what TRITIUM_DEVICE=cpu TRITIUM_TASKS=... would build
 
     def triton_reward(prompts, completions, **kwargs):
-        rewards = scorer(prompts, completions, **kwargs)
+        rewards = trl_hook.triton_reward(prompts, completions, **kwargs)
         calls.append((len(prompts), sorted(kwargs), rewards))
         return rewards
 
     data = Dataset.from_list([{"prompt": f"Rewrite with Triton:\n```python\n{TASK}```\n", "task_id": "level1/01_relu"}] * 2)
     args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_completion_length=8,
-                      max_steps=1, report_to="none", use_cpu=True, save_strategy="no", logging_steps=1)
+                      max_steps=2, report_to="none", use_cpu=True, save_strategy="no", logging_steps=1)
     trainer = GRPOTrainer(model=LlamaForCausalLM(config), reward_funcs=[triton_reward], args=args, train_dataset=data,
                           processing_class=tokenizer)
     trainer.train()
-    assert calls, "TRL never called the reward function"
-    n, columns, rewards = calls[0]
-    assert n == 2 and "task_id" in columns and rewards == [0.0, 0.0]  # random tokens hold no code
+    assert len(calls) == 2, "TRL should call the reward function once a step"
+    for n, columns, rewards in calls:
+        assert n == 2 and "task_id" in columns and rewards == [0.0, 0.0]  # random tokens hold no code
+
+
+@pytest.mark.skipif(_missing("verl", "omegaconf", "ray"), reason="verl is not installed (make integrations installs it)")
+@pytest.mark.parametrize("name", ["compute_score", "compute_score_batch"])
+def test_real_verls_loader_takes_the_documented_path_and_name(monkeypatch, local, name):
+    """verl's own get_custom_reward_fn on docs/integrations.md's settings: the file's path, the
+    function's name, reward_kwargs; the function it returns scores like ours."""
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    monkeypatch.setattr(client_module, "_default", local)
+    config = OmegaConf.create({"reward": {"custom_reward_function": {
+        "path": verl_hook.__file__, "name": name, "reward_kwargs": {"from_config": 1}}}})
+    fn = get_custom_reward_fn(config)
+    if name == "compute_score":
+        assert fn(data_source="kb", solution_str=RESPONSE, ground_truth=TASK, extra_info={})["correct"] == 1.0
+    else:
+        scores = fn(data_sources=["kb"] * 2, solution_strs=[RESPONSE, "no code"], ground_truths=[TASK, TASK],
+                    extra_infos=[{}, {}])
+        assert [s["correct"] for s in scores] == [1.0, 0.0]
