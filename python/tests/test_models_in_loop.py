@@ -101,14 +101,29 @@ def test_the_server_refuses_bad_requests_and_wrong_keys(server):
         client.completions.create(model="tiny", prompt="x", max_tokens=0)
     with pytest.raises(openai.BadRequestError, match="messages"):
         client.chat.completions.create(model="tiny", messages=[])
-    with pytest.raises(openai.BadRequestError, match="streaming"):
-        client.completions.create(model="tiny", prompt="x", stream=True)
+    with pytest.raises(openai.BadRequestError, match="stream"):
+        client.completions.create(model="tiny", prompt="x", extra_body={"stream_options": "usage"})
     with pytest.raises(openai.AuthenticationError):
         openai_client(server, key="wrong").models.list()
     for field, value in (("logprobs", True), ("tools", [{"type": "function", "function": {"name": "f"}}]),
                          ("response_format", {"type": "json_object"})):
         with pytest.raises(openai.BadRequestError, match=field):  # refused, never silently ignored
             client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "x"}], **{field: value})
+
+
+def test_streamed_answers_carry_the_same_text_as_whole_ones(server):
+    client = openai_client(server)
+    messages = [{"role": "user", "content": "relu kernel"}]
+    whole = client.chat.completions.create(model="tiny", messages=messages, max_tokens=6, temperature=0)
+    chunks = list(client.chat.completions.create(model="tiny", messages=messages, max_tokens=6, temperature=0,
+                                                 stream=True, stream_options={"include_usage": True}))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == whole.choices[0].message.content
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == whole.choices[0].finish_reason
+    assert chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
+    plain = client.completions.create(model="tiny", prompt=["import torch", "def f"], max_tokens=4, temperature=0)
+    streamed = list(client.completions.create(model="tiny", prompt=["import torch", "def f"], max_tokens=4,
+                                              temperature=0, stream=True))
+    assert {c.choices[0].index: c.choices[0].text for c in streamed} == {c.index: c.text for c in plain.choices}
 
 
 def test_max_completion_tokens_bounds_the_answer(server):

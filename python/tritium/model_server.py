@@ -78,8 +78,8 @@ def parse_sampling(body: dict, max_tokens_limit: int) -> Sampling:
     seed = body.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise RequestError("'seed' must be an integer")
-    if body.get("stream"):
-        raise RequestError("streaming is not supported by tritium serve-model")
+    if not isinstance(body.get("stream", False), bool) or not isinstance(body.get("stream_options") or {}, dict):
+        raise RequestError("'stream' must be a boolean and 'stream_options' an object")
     for field in UNSUPPORTED:  # refused, not ignored: a client relying on one would get less than it asked
         if body.get(field) not in (None, False, [], {}) and not (field == "response_format" and
                                                                  body[field] == {"type": "text"}):
@@ -246,6 +246,26 @@ def completion_body(kind: str, model_name: str, choices: list[dict], chat: bool,
                       "total_tokens": usage_prompt + usage_completion}}
 
 
+def stream_events(body: dict, chat: bool, include_usage: bool) -> list[dict]:
+    """A finished answer as OpenAI's stream chunks: per choice its text in one delta (the model
+    runs whole batches, so nothing is sent before the text is complete), then its finish reason;
+    the usage last when asked (`stream_options.include_usage`)."""
+    base = {"id": body["id"], "object": "chat.completion.chunk" if chat else "text_completion",
+            "created": body["created"], "model": body["model"]}
+    events = []
+    for c in body["choices"]:
+        if chat:
+            text = {"delta": {"role": "assistant", "content": c["message"]["content"]}}
+            events += [{**base, "choices": [{"index": c["index"], **text, "finish_reason": None}]},
+                       {**base, "choices": [{"index": c["index"], "delta": {}, "finish_reason": c["finish_reason"]}]}]
+        else:
+            events.append({**base, "choices": [{"index": c["index"], "text": c["text"],
+                                                "finish_reason": c["finish_reason"]}]})
+    if include_usage:
+        events.append({**base, "choices": [], "usage": body["usage"]})
+    return events
+
+
 def make_handler(model: Model, batcher: Batcher, model_name: str, api_key: str | None, max_tokens: int,
                  timeout_s: float):
     class Handler(BaseHTTPRequestHandler):
@@ -292,13 +312,31 @@ def make_handler(model: Model, batcher: Batcher, model_name: str, api_key: str |
             if not self._authorised():
                 return None
             try:
-                self._send(200, self._complete(raw, routes[self.path]))
+                body, stream = self._complete(raw, routes[self.path])
+                if stream is None:
+                    self._send(200, body)
+                else:
+                    self._stream(stream_events(body, routes[self.path], bool(stream.get("include_usage"))))
             except RequestError as e:
                 self._error(e)
             except Exception as e:  # noqa: BLE001 -- the model failed: 500, and the server lives on
                 self._error(RequestError(f"generation failed: {e}", 500, "server_error"))
 
-        def _complete(self, raw: bytes, chat: bool) -> dict:
+        def _stream(self, events: list[dict]):
+            """Server-sent events, then `data: [DONE]`; the connection closes after them."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            for event in events:
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+        def _complete(self, raw: bytes, chat: bool) -> tuple[dict, dict | None]:
+            """The answer, and the stream options when the client asked to stream it (else None)."""
             try:
                 body = json.loads(raw)
             except ValueError as e:
@@ -322,7 +360,8 @@ def make_handler(model: Model, batcher: Batcher, model_name: str, api_key: str |
                     raise RequestError(f"generation took longer than {timeout_s} s", 504, "timeout") from None
                 prompt_tokens += got[0]["prompt_tokens"] if got else 0
                 choices += [{**c, "index": p * sampling.n + c["index"]} for c in got]
-            return completion_body("chatcmpl" if chat else "cmpl", model_name, choices, chat, prompt_tokens)
+            answer = completion_body("chatcmpl" if chat else "cmpl", model_name, choices, chat, prompt_tokens)
+            return answer, (body.get("stream_options") or {}) if body.get("stream") else None
 
     return Handler
 
