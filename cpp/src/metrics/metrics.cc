@@ -90,8 +90,14 @@ Summary summarise_verdicts(const std::vector<const Verdict*>& verdicts, const Me
       t.faster_eager[pi] += se && *se > o.ps[pi];
       t.faster_compile[pi] += sc && *sc > o.ps[pi];
     }
-    if (se) ce.push_back(*se), t.eager_speedups.push_back(*se);
-    if (sc) cc.push_back(*sc), t.compile_speedups.push_back(*sc);
+    if (se) {
+      ce.push_back(*se);
+      t.eager_speedups.push_back(*se);
+    }
+    if (sc) {
+      cc.push_back(*sc);
+      t.compile_speedups.push_back(*sc);
+    }
     ae.push_back(se.value_or(1.0));
     ac.push_back(sc.value_or(1.0));
   }
@@ -171,16 +177,13 @@ std::vector<AtK> pass_curve(const Summary& s) {
 std::vector<AtK> fast_curve(const Summary& s, const std::vector<double>& ps, bool compile) {
   std::vector<AtK> curve;
   for (double p : ps) {
-    AtK a{1, p, std::nullopt};
-    if (s.timed && !s.tasks.empty()) {
-      double sum = 0;
-      for (const auto& t : s.tasks) {
-        const auto& speedups = compile ? t.compile_speedups : t.eager_speedups;
-        sum += static_cast<double>(std::count_if(speedups.begin(), speedups.end(), [p](double x) { return x > p; })) /
-               std::max(t.samples, 1);
-      }
-      a.value = sum / static_cast<double>(s.tasks.size());
-    }
+    // At k = 1 a task's share is its faster samples over its samples, as fast_at's is.
+    AtK a = mean_at_k(s.tasks, 1, [&](const TaskTally& t) -> std::optional<int> {
+      if (!s.timed) return std::nullopt;
+      const auto& speedups = compile ? t.compile_speedups : t.eager_speedups;
+      return static_cast<int>(std::count_if(speedups.begin(), speedups.end(), [p](double x) { return x > p; }));
+    });
+    a.p = p;
     curve.push_back(a);
   }
   return curve;

@@ -158,13 +158,10 @@ def _trial(module, model, spec: dict, seed: int, device: str, model64=None, atol
                 well, errors = _conditioning(model64 if check_task else None, values, outputs, spec["mode"], device,
                                              atol)
             return values, outputs, distribution, None if well else errors
-        if not _finite(outputs):
-            del values, outputs
-            continue
-        with phase(phases, "float64"):
-            well = _conditioning(model64, values, outputs, spec["mode"], device, atol)[0]
-        if well:
-            return values, outputs, distribution, None
+        if _finite(outputs):
+            with phase(phases, "float64"):
+                if _conditioning(model64, values, outputs, spec["mode"], device, atol)[0]:
+                    return values, outputs, distribution, None
         del values, outputs  # a GPU-size trial's tensors go before the next fallback's are drawn
     raise AssertionError("unreachable: the task distribution always returns")
 

@@ -1,6 +1,7 @@
 """TensorBoard scalars of the training stages, in OUT/tensorboard (`tensorboard --logdir OUT`),
-beside the console lines, and the stages' progress bars. Nested dicts become tag paths: {"status_share": {"correct": .5}} at
-prefix "rl" is the scalar "rl/status_share/correct". Without the tensorboard package it is silent."""
+beside the console lines, and the stages' progress bars. Nested dicts become tag paths:
+{"status_share": {"correct": .5}} at prefix "rl" is the scalar "rl/status_share/correct".
+Without the tensorboard package it is silent."""
 
 from __future__ import annotations
 
@@ -41,6 +42,6 @@ def progress(total: int, done: int, stage: str, enabled: bool = True):
     from tqdm.auto import tqdm  # transformers' own dependency
 
     forced = os.environ.get("TRITIUM_PROGRESS")
-    show = None if forced is None else forced == "1"  # None: tqdm asks whether stderr is a terminal
-    return tqdm(total=total, initial=done, desc=stage, unit="step", dynamic_ncols=True,
-                disable=True if not enabled else (None if show is None else not show))
+    # disable=None: tqdm asks whether stderr is a terminal.
+    disable = True if not enabled else None if forced is None else forced != "1"
+    return tqdm(total=total, initial=done, desc=stage, unit="step", dynamic_ncols=True, disable=disable)

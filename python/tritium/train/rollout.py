@@ -26,6 +26,7 @@ import torch
 from . import data
 
 GENERATORS = ("auto", "continuous", "compiled", "generate")
+WIDTH_STEP = 256  # "compiled": prompt widths are padded to multiples of it
 
 
 def resolve(generator: str) -> str:
@@ -66,9 +67,6 @@ def _static(model, encoded: list[list[int]], samples: int, max_new_tokens: int, 
     out = model.generate(input_ids=inputs, attention_mask=mask, max_new_tokens=max_new_tokens, pad_token_id=pad,
                          eos_token_id=eos, **sampling, **extra)
     return [_until_eos(row, eos, pad) for row in out[:, width:].tolist()]
-
-
-WIDTH_STEP = 256
 
 
 def _compiled(model, encoded, samples, max_new_tokens, sampling, eos, pad) -> list[list[int]]:
