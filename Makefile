@@ -7,7 +7,7 @@ export VENV BUILD_DIR
 # ctest drives the runner with the venv's Python.
 export TRITIUM_PYTHON := $(abspath $(PY))
 
-.PHONY: setup demo demo-examples test test-cpp test-python integrations report-check bench fuzz clean
+.PHONY: setup demo demo-examples test lint test-cpp test-python integrations report-check bench fuzz clean
 
 setup:
 	@bash scripts/setup.sh
@@ -26,7 +26,14 @@ demo-examples: setup
 	-$(VENV)/bin/tritium eval --tasks examples/tasks --candidates $(BUILD_DIR)/demo-candidates.jsonl --no-static --timeout 30
 
 test: setup
-	$(MAKE) --no-print-directory test-cpp test-python integrations
+	$(MAKE) --no-print-directory lint test-cpp test-python integrations
+
+# The house style, checked: clang-format (.clang-format) on the C++, ruff (pyproject.toml) on the
+# Python; both pinned in requirements/dev.txt. `clang-format -i` and `ruff format` fix what they report.
+lint: setup
+	$(VENV)/bin/clang-format --dry-run -Werror $$(find cpp -name '*.cc' -o -name '*.h')
+	$(VENV)/bin/ruff check python
+	$(VENV)/bin/ruff format --check python
 
 test-cpp:
 	cd $(BUILD_DIR) && $(abspath $(VENV))/bin/ctest --output-on-failure -j2

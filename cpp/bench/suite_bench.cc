@@ -11,7 +11,9 @@ std::string make_suite(int n) {
   std::ostringstream out;
   const std::string source(2000, 'x');
   for (int i = 0; i < n; ++i)
-    out << tritium::Json{{"id", "task_" + std::to_string(i)}, {"source", source}, {"level", 1 + i % 2},
+    out << tritium::Json{{"id", "task_" + std::to_string(i)},
+                         {"source", source},
+                         {"level", 1 + i % 2},
                          {"meta", {{"ops", {"relu", "add"}}}}}
                .dump()
         << "\n";

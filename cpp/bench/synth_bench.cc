@@ -24,8 +24,10 @@ void BM_synthesize(benchmark::State& state) {
 }
 
 BENCHMARK(BM_synthesize)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_synthesize)->Arg(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())))
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_synthesize)
+    ->Arg(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

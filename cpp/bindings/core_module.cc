@@ -1,33 +1,43 @@
 // tritium._core: the library's calls, for Python. Translation only: documents cross as JSON text
 // (the same documents the CLI prints with --json), so the two faces cannot drift apart.
 #include <nanobind/nanobind.h>
-#include <nanobind/stl/string.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <iostream>
 #include <stdexcept>
 
 #include "tritium/exec.h"
 #include "tritium/llm.h"
 #include "tritium/metrics.h"
-#include "tritium/reward.h"
 #include "tritium/pyast.h"
+#include "tritium/reward.h"
 #include "tritium/synth.h"
 #include "tritium/verify.h"
+#include "tritium/workflow.h"
 
 namespace nb = nanobind;
 
 namespace {
 
-std::string load_suite_json(const std::string& path, bool with_source) {
-  auto suite = tritium::load_suite(path);
-  if (!suite) throw std::invalid_argument(suite.error().message);
-  return tritium::to_json(*suite, with_source).dump();
+using tritium::Result;
+
+// Errors cross as ValueError (the input is wrong) or RuntimeError (the machine cannot do it).
+template <class T>
+T value_or_raise(Result<T> result) {
+  if (result) return std::move(*result);
+  if (result.error().environment) throw std::runtime_error(result.error().message);
+  throw std::invalid_argument(result.error().message);
 }
 
-std::string check_suite_json(const std::string& path, const std::string& device, double timeout_s,
-                             unsigned seed, const std::string& python) {
+std::string load_suite_json(const std::string& path, bool with_source) {
+  return tritium::to_json(value_or_raise(tritium::load_suite(path)), with_source).dump();
+}
+
+std::string check_suite_json(const std::string& path, const std::string& device, double timeout_s, unsigned seed,
+                             const std::string& python) {
   auto suite = tritium::load_suite(path);
   if (!suite) throw std::invalid_argument(suite.error().message);
   tritium::RunnerOptions options{python, device, timeout_s, seed};
@@ -55,41 +65,48 @@ nb::dict parse_python(nb::bytes source, bool with_facts) {
   return out;
 }
 
-std::string verify_json(const std::string& text, bool is_response, const std::string& task_source) {
-  const auto v = is_response ? tritium::verify_response(text, task_source) : tritium::verify_code(text, task_source);
-  return tritium::to_json(v).dump();
+std::string verify_item_json(const std::string& item_json, const std::string& task_source) {
+  return tritium::to_json(value_or_raise(tritium::verify_item(tritium::Json::parse(item_json), task_source))).dump();
 }
 
 std::string extract_json(const std::string& response) {
   return tritium::to_json(tritium::extract_response(response)).dump();
 }
 
-// Synthesis for Python: options as JSON (SynthOptions' fields; "ops" a comma list or a list of
-// category names; "size" "cpu" or "gpu"), tasks back as suite JSON with their sources.
+// Synthesis: SynthOptions' JSON in (synth_options_from_json), tasks back as suite JSON with their sources.
 std::string synthesize_json(const std::string& options_json) {
-  const auto j = tritium::Json::parse(options_json);
-  tritium::synth::SynthOptions o;
-  o.count = j.value("count", o.count);
-  o.min_difficulty = j.value("min_difficulty", o.min_difficulty);
-  o.max_difficulty = j.value("max_difficulty", o.max_difficulty);
-  o.seed = j.value("seed", o.seed);
-  o.threads = j.value("threads", o.threads);
-  const std::string size = j.value("size", std::string("cpu"));
-  if (size != "cpu" && size != "gpu") throw std::invalid_argument("size must be 'cpu' or 'gpu', not '" + size + "'");
-  o.size = size == "gpu" ? tritium::synth::SizeProfile::gpu : tritium::synth::SizeProfile::cpu;
-  auto categories = tritium::synth::parse_categories(j.value("ops", std::string()));
-  if (!categories) throw std::invalid_argument(categories.error().message);
-  o.categories = *categories;
-  std::vector<tritium::synth::SynthTask> tasks;
-  {
-    nb::gil_scoped_release release;
-    auto made = tritium::synth::synthesize(o);
-    if (!made) throw std::invalid_argument(made.error().message);
-    tasks = std::move(*made);
-  }
+  const auto options = value_or_raise(tritium::synth::synth_options_from_json(tritium::Json::parse(options_json)));
+  const auto tasks = value_or_raise(tritium::synth::synthesize(options));
   tritium::Json out = tritium::Json::array();
   for (const auto& t : tasks) out.push_back(tritium::to_json(t.task, true));
   return out.dump();
+}
+
+// A workflow: its options' JSON in, its document out; notes on stderr as the CLI prints them.
+template <class Options>
+std::string run_workflow(Result<Options> (*parse)(const tritium::Json&),
+                         Result<tritium::Json> (*run)(const Options&, const tritium::workflow::Listener&),
+                         const std::string& options_json) {
+  const auto options = value_or_raise(parse(tritium::Json::parse(options_json)));
+  tritium::workflow::Listener listener;
+  listener.note = [](const std::string& line) { std::cerr << "tritium: " << line << std::endl; };
+  return value_or_raise(run(options, listener)).dump();
+}
+
+Result<tritium::Json> suite_document(const tritium::workflow::SuiteOptions& options,
+                                     const tritium::workflow::Listener& listener) {
+  auto run = tritium::workflow::make_suite(options, listener);
+  if (!run) return run.error();
+  tritium::Json tasks = tritium::Json::array();
+  for (const auto& t : run->tasks) tasks.push_back(tritium::to_json(t, true));
+  return tritium::Json{{"tasks", tasks}, {"report", run->report}, {"ok", run->ok}};
+}
+
+Result<tritium::Json> report_document(const tritium::ReportOptions& options,
+                                      const tritium::workflow::Listener& listener) {
+  auto runs = tritium::make_report(options, listener.note);
+  if (!runs) return runs.error();
+  return tritium::report_json(*runs);
 }
 
 std::string synth_stats_json(const std::string& tasks_json, const std::string& ops) {
@@ -100,9 +117,7 @@ std::string synth_stats_json(const std::string& tasks_json, const std::string& o
     task.meta = t.value("meta", tritium::Json::object());
     tasks.push_back(std::move(task));
   }
-  auto categories = tritium::synth::parse_categories(ops);
-  if (!categories) throw std::invalid_argument(categories.error().message);
-  return tritium::synth::coverage_stats(tasks, *categories).dump();
+  return tritium::synth::coverage_stats(tasks, value_or_raise(tritium::synth::parse_categories(ops))).dump();
 }
 
 // Rewards for Python: verdicts (a JSON list) and a reward config (a JSON object, absent keys
@@ -114,21 +129,19 @@ std::vector<tritium::Verdict> verdicts_from(const std::string& verdicts_json) {
 }
 
 std::string rewards_json(const std::string& verdicts_json, const std::string& config_json) {
-  auto config = tritium::reward_config_from_json(tritium::Json::parse(config_json));
-  if (!config) throw std::invalid_argument(config.error().message);
+  const auto config = value_or_raise(tritium::reward_config_from_json(tritium::Json::parse(config_json)));
   tritium::Json out = tritium::Json::array();
-  for (const auto& s : tritium::score_batch(verdicts_from(verdicts_json), *config)) out.push_back(tritium::to_json(s));
+  for (const auto& s : tritium::score_batch(verdicts_from(verdicts_json), config)) out.push_back(tritium::to_json(s));
   return out.dump();
 }
 
 std::string reward_config_json(const std::string& config_json) {
-  auto config = tritium::reward_config_from_json(tritium::Json::parse(config_json));
-  if (!config) throw std::invalid_argument(config.error().message);
-  return tritium::to_json(*config).dump();
+  return tritium::to_json(value_or_raise(tritium::reward_config_from_json(tritium::Json::parse(config_json)))).dump();
 }
 
-std::vector<double> token_advantages(const std::string& response, const std::vector<std::pair<std::size_t, std::size_t>>& offsets,
-                                     double plan, double code) {
+std::vector<double> token_advantages(const std::string& response,
+                                     const std::vector<std::pair<std::size_t, std::size_t>>& offsets, double plan,
+                                     double code) {
   std::vector<tritium::TextSpan> spans;
   for (const auto& [begin, end] : offsets) spans.push_back({begin, end});
   return tritium::response_token_advantages(response, spans, {plan, code});
@@ -149,23 +162,8 @@ double pass_at_k(int n, int c, int k) {
 class PyEngine {
  public:
   explicit PyEngine(const std::string& options_json) {
-    const auto j = tritium::Json::parse(options_json);
-    tritium::EngineOptions o;
-    o.python = j.value("python", o.python);
-    o.device = j.value("device", o.device);
-    o.profile = j.value("profile", o.profile);
-    o.trials = j.value("trials", o.trials);
-    o.jobs = j.value("jobs", o.jobs);
-    o.timeout_s = j.value("timeout_s", o.timeout_s);
-    if (j.contains("seed") && j["seed"].is_number_unsigned()) o.seed = j["seed"].get<std::uint64_t>();
-    o.static_check = j.value("static_check", o.static_check);
-    o.timing = j.value("timing", o.timing);
-    o.cache = j.value("cache", o.cache);
-    o.work_dir = j.value("work_dir", o.work_dir);
-    o.memory_gb = j.value("memory_gb", o.memory_gb);
-    o.reference_cache_gb = j.value("reference_cache_gb", o.reference_cache_gb);
-    o.unsafe_sandbox = j.value("unsafe_sandbox", o.unsafe_sandbox);
-    auto engine = tritium::Engine::create(o);
+    const auto options = value_or_raise(tritium::engine_options_from_json(tritium::Json::parse(options_json)));
+    auto engine = tritium::Engine::create(options);
     if (!engine) throw std::runtime_error(engine.error().message);
     engine_ = std::move(*engine);
   }
@@ -173,7 +171,8 @@ class PyEngine {
   // Items that cannot be used get an "error" verdict in their place; the rest are evaluated.
   std::string evaluate_json(const std::string& items_json) {
     tritium::Json out = tritium::Json::array();
-    for (const auto& v : tritium::evaluate_items(*engine_, tritium::Json::parse(items_json))) out.push_back(tritium::to_json(v));
+    for (const auto& v : tritium::evaluate_items(*engine_, tritium::Json::parse(items_json)))
+      out.push_back(tritium::to_json(v));
     return out.dump();
   }
 
@@ -193,20 +192,51 @@ NB_MODULE(_core, m) {
         nb::arg("seed"), nb::arg("python"), nb::call_guard<nb::gil_scoped_release>());
   m.def("parse_python", &parse_python, nb::arg("source"), nb::arg("with_facts") = false,
         "Parses Python source bytes: {ok, line?, col?, message?, facts?}");
-  m.def("verify_json", &verify_json, nb::arg("text"), nb::arg("is_response"), nb::arg("task_source") = "",
+  m.def("verify_item_json", &verify_item_json, nb::arg("item_json"), nb::arg("task_source") = "",
         nb::call_guard<nb::gil_scoped_release>());
-  m.def("synthesize_json", &synthesize_json, nb::arg("options_json"));
+  m.def("synthesize_json", &synthesize_json, nb::arg("options_json"), nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "make_suite_json",
+      [](const std::string& o) { return run_workflow(tritium::workflow::suite_options_from_json, suite_document, o); },
+      nb::arg("options_json"), nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "sft_data_json",
+      [](const std::string& o) {
+        return run_workflow(tritium::workflow::sft_data_options_from_json, tritium::workflow::build_sft_data, o);
+      },
+      nb::arg("options_json"), nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "bench_json",
+      [](const std::string& o) {
+        return run_workflow(tritium::workflow::sampling_options_from_json, tritium::workflow::run_bench, o);
+      },
+      nb::arg("options_json"), nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "distill_json",
+      [](const std::string& o) {
+        return run_workflow(tritium::workflow::sampling_options_from_json, tritium::workflow::run_distill, o);
+      },
+      nb::arg("options_json"), nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "report_json",
+      [](const std::string& o) { return run_workflow(tritium::report_options_from_json, report_document, o); },
+      nb::arg("options_json"), nb::call_guard<nb::gil_scoped_release>());
   m.def("synth_stats_json", &synth_stats_json, nb::arg("tasks_json"), nb::arg("ops") = "");
   m.def("extract_json", &extract_json, nb::arg("response"), nb::call_guard<nb::gil_scoped_release>());
   m.def("rewards_json", &rewards_json, nb::arg("verdicts_json"), nb::arg("config_json") = "{}");
   m.def("reward_config_json", &reward_config_json, nb::arg("config_json"));
-  m.def("token_advantages", &token_advantages, nb::arg("response"), nb::arg("offsets"), nb::arg("plan"), nb::arg("code"));
+  m.def("token_advantages", &token_advantages, nb::arg("response"), nb::arg("offsets"), nb::arg("plan"),
+        nb::arg("code"));
   m.def("metrics_json", &metrics_json, nb::arg("verdicts_json"), nb::arg("ks"), nb::arg("ps"));
   m.def("pass_at_k", &pass_at_k, nb::arg("n"), nb::arg("c"), nb::arg("k"));
-  m.def("kernel_prompt", [](const std::string& source) { return tritium::kernel_prompt(source); }, nb::arg("task_source"));
+  m.def(
+      "kernel_prompt", [](const std::string& source) { return tritium::kernel_prompt(source); },
+      nb::arg("task_source"));
   m.def("task_in_prompt", [](const std::string& prompt) { return tritium::task_in_prompt(prompt); }, nb::arg("prompt"));
-  m.def("format_response", [](const std::string& plan, const std::string& code) { return tritium::format_response(plan, code); },
-        nb::arg("plan"), nb::arg("code"));
+  m.def(
+      "format_response",
+      [](const std::string& plan, const std::string& code) { return tritium::format_response(plan, code); },
+      nb::arg("plan"), nb::arg("code"));
   nb::class_<PyEngine>(m, "Engine")
       .def(nb::init<const std::string&>(), nb::arg("options_json"), nb::call_guard<nb::gil_scoped_release>())
       .def("evaluate_json", &PyEngine::evaluate_json, nb::arg("items_json"), nb::call_guard<nb::gil_scoped_release>())

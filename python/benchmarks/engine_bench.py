@@ -48,7 +48,10 @@ def gpu_sized_tasks() -> dict[str, tuple[str, str]]:
     softmax = (TASKS / "level1" / "07_softmax.py").read_text()
     softmax = softmax.replace("batch_size = 48", "batch_size = 8192").replace("dim = 1000", "dim = 8192")
     return {
-        "relu 4096x16384": ((RUNTIME / "tasks" / "big_relu.py").read_text(), (SOLUTIONS / "level1" / "01_relu.py").read_text()),
+        "relu 4096x16384": (
+            (RUNTIME / "tasks" / "big_relu.py").read_text(),
+            (SOLUTIONS / "level1" / "01_relu.py").read_text(),
+        ),
         "softmax 8192x8192": (softmax, (SOLUTIONS / "level1" / "07_softmax.py").read_text()),
     }
 
@@ -59,11 +62,21 @@ def example_batch(copies: int, wrong: int) -> list[dict]:
     for copy in range(copies):
         for solution in sorted(SOLUTIONS.rglob("*.py")):
             rel = solution.relative_to(SOLUTIONS)
-            batch.append({"id": f"{rel}#{copy}", "task_path": str(TASKS / rel),
-                          "code": solution.read_text() + f"\n# copy {copy}\n"})
+            batch.append(
+                {
+                    "id": f"{rel}#{copy}",
+                    "task_path": str(TASKS / rel),
+                    "code": solution.read_text() + f"\n# copy {copy}\n",
+                }
+            )
     for i in range(wrong):
-        batch.append({"id": f"wrong#{i}", "task_path": str(TASKS / "level1" / "01_relu.py"),
-                      "code": (RUNTIME / "wrong_kernel.py").read_text() + f"\n# copy {i}\n"})
+        batch.append(
+            {
+                "id": f"wrong#{i}",
+                "task_path": str(TASKS / "level1" / "01_relu.py"),
+                "code": (RUNTIME / "wrong_kernel.py").read_text() + f"\n# copy {i}\n",
+            }
+        )
     for entry in batch:
         entry["task"] = pathlib.Path(entry["task_path"]).read_text()
     return batch
@@ -82,16 +95,23 @@ def repeatability(args) -> dict:
         for verdict in engine.evaluate(batch):
             assert verdict["status"] == "correct", verdict["message"]
             results[verdict["candidate_id"]].append(verdict)
-            print(f"run {run}: {verdict['candidate_id']}: {verdict['runtime_ms']:.4f} ms, "
-                  f"x{verdict['speedup_eager']:.3f} eager, x{verdict['speedup_compile'] or 0:.3f} compile, "
-                  f"coverage {verdict['coverage']}", flush=True)
+            print(
+                f"run {run}: {verdict['candidate_id']}: {verdict['runtime_ms']:.4f} ms, "
+                f"x{verdict['speedup_eager']:.3f} eager, x{verdict['speedup_compile'] or 0:.3f} compile, "
+                f"coverage {verdict['coverage']}",
+                flush=True,
+            )
     summary = {}
     for name, verdicts in results.items():
         speedups = [v["speedup_eager"] for v in verdicts]
         runtimes = [v["runtime_ms"] for v in verdicts]
         cv = statistics.pstdev(speedups) / statistics.mean(speedups)
-        summary[name] = {"runtime_ms": runtimes, "speedup_eager": speedups, "speedup_cv": cv,
-                         "runtime_cv": statistics.pstdev(runtimes) / statistics.mean(runtimes)}
+        summary[name] = {
+            "runtime_ms": runtimes,
+            "speedup_eager": speedups,
+            "speedup_cv": cv,
+            "runtime_cv": statistics.pstdev(runtimes) / statistics.mean(runtimes),
+        }
         print(f"{name}: speedup CV {cv * 100:.2f}% over {len(speedups)} evaluations (target <= 2%)")
     return summary
 
@@ -100,21 +120,30 @@ SMALL_SPREAD = 1.10  # max/min speedup across engine runs, for kernels above the
 
 
 def small(args) -> dict:
-    batch = [{"id": e["id"].removesuffix("#0"), "task": e["task"], "code": e["code"]}
-             for e in example_batch(copies=1, wrong=0)]
+    batch = [
+        {"id": e["id"].removesuffix("#0"), "task": e["task"], "code": e["code"]}
+        for e in example_batch(copies=1, wrong=0)
+    ]
     runs = {e["id"]: [] for e in batch}
     for run in range(args.runs):
         start = time.perf_counter()
         engine = tritium.Engine(device="cuda", seed=2000 + run)
         verdicts = engine.evaluate(batch)
-        print(f"run {run}: {len(batch)} kernels in {time.perf_counter() - start:.1f} s ({engine.info()['jobs']} jobs)",
-              flush=True)
+        print(
+            f"run {run}: {len(batch)} kernels in {time.perf_counter() - start:.1f} s ({engine.info()['jobs']} jobs)",
+            flush=True,
+        )
         del engine
         for v in verdicts:
-            runs[v["candidate_id"]].append({"status": v["status"], "runtime_ms": v["runtime_ms"],
-                                            "speedup_eager": v["speedup_eager"],
-                                            "below_floor": v["below_timing_floor"],
-                                            "host_bound_share": (v["runtime_stats"] or {}).get("host_bound_share")})
+            runs[v["candidate_id"]].append(
+                {
+                    "status": v["status"],
+                    "runtime_ms": v["runtime_ms"],
+                    "speedup_eager": v["speedup_eager"],
+                    "below_floor": v["below_timing_floor"],
+                    "host_bound_share": (v["runtime_stats"] or {}).get("host_bound_share"),
+                }
+            )
     failed, summary = [], {}
     print(f"{'kernel':36} {'runtimes ms':30} {'speedups':28} {'floor':10} {'host-bound':18} spread")
     for name, seen in runs.items():
@@ -125,8 +154,10 @@ def small(args) -> dict:
         speedups = " ".join(f"{r['speedup_eager']:.3f}" if r["speedup_eager"] else "-" for r in seen)
         floors = "".join("F" if r["below_floor"] else "." for r in seen)
         shares = " ".join(f"{r['host_bound_share']:.2f}" if r["host_bound_share"] is not None else "-" for r in seen)
-        print(f"{name:36} {runtimes:30} {speedups:28} {floors:10} {shares:18} {f'{spread:.3f}' if spread else '-'}",
-              flush=True)
+        print(
+            f"{name:36} {runtimes:30} {speedups:28} {floors:10} {shares:18} {f'{spread:.3f}' if spread else '-'}",
+            flush=True,
+        )
         if any(r["status"] != "correct" for r in seen):
             failed.append(f"{name}: not correct in every run ({[r['status'] for r in seen]})")
         elif spread and spread > SMALL_SPREAD:
@@ -141,8 +172,9 @@ def small(args) -> dict:
 
 def _clocks() -> str:
     q = "clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active"
-    return subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"], capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"], capture_output=True, text=True
+    ).stdout.strip()
 
 
 def probe(args) -> dict:
@@ -165,39 +197,61 @@ def probe(args) -> dict:
             ms = triton.testing.do_bench(lambda: model(x), warmup=25, rep=100, return_mode="median")
             eager = triton.testing.do_bench(lambda: torch.relu(x), warmup=25, rep=100, return_mode="median")
             baseline.append({"kernel_ms": ms, "eager_ms": eager, "clocks": _clocks()})
-            print(f"do_bench {run}: kernel {ms:.4f} ms, eager {eager:.4f} ms, ratio {eager / ms:.3f}; {_clocks()}",
-                  flush=True)
-        del model, x
+            print(
+                f"do_bench {run}: kernel {ms:.4f} ms, eager {eager:.4f} ms, ratio {eager / ms:.3f}; {_clocks()}",
+                flush=True,
+            )
+        model = x = None  # the GPU memory goes back before the engines run
         torch.cuda.empty_cache()
     engine_runs = []
     for jobs in (1, 4):
         for run in range(args.runs):
             engine = tritium.Engine(device="cuda", jobs=jobs, seed=2000 + run)
             v = engine.evaluate([{"id": "relu", "task": task, "code": code}])[0]
-            engine_runs.append({"jobs": jobs, "runtime_ms": v["runtime_ms"], "eager_ms": v["ref_eager_ms"],
-                                "speedup": v["speedup_eager"], "stats": v["runtime_stats"], "note": v["timing_note"],
-                                "clocks": _clocks()})
-            print(f"engine jobs={jobs} run {run}: {v['runtime_ms']:.4f} ms, eager {v['ref_eager_ms']:.4f} ms, "
-                  f"x{v['speedup_eager']:.3f}; stats {v['runtime_stats']}; {v['timing_note']}", flush=True)
+            engine_runs.append(
+                {
+                    "jobs": jobs,
+                    "runtime_ms": v["runtime_ms"],
+                    "eager_ms": v["ref_eager_ms"],
+                    "speedup": v["speedup_eager"],
+                    "stats": v["runtime_stats"],
+                    "note": v["timing_note"],
+                    "clocks": _clocks(),
+                }
+            )
+            print(
+                f"engine jobs={jobs} run {run}: {v['runtime_ms']:.4f} ms, eager {v['ref_eager_ms']:.4f} ms, "
+                f"x{v['speedup_eager']:.3f}; stats {v['runtime_stats']}; {v['timing_note']}",
+                flush=True,
+            )
 
     def cv(values):
         return statistics.pstdev(values) / statistics.mean(values)
 
-    summary = {"do_bench": baseline, "engine": engine_runs,
-               "do_bench_ratio_cv": cv([b["eager_ms"] / b["kernel_ms"] for b in baseline]),
-               "engine_speedup_cv": {j: cv([e["speedup"] for e in engine_runs if e["jobs"] == j]) for j in (1, 4)}}
-    print(f"speedup CV: do_bench {summary['do_bench_ratio_cv'] * 100:.2f}% (baseline, in-process), engine "
-          f"jobs=1 {summary['engine_speedup_cv'][1] * 100:.2f}%, jobs=4 {summary['engine_speedup_cv'][4] * 100:.2f}%")
+    summary = {
+        "do_bench": baseline,
+        "engine": engine_runs,
+        "do_bench_ratio_cv": cv([b["eager_ms"] / b["kernel_ms"] for b in baseline]),
+        "engine_speedup_cv": {j: cv([e["speedup"] for e in engine_runs if e["jobs"] == j]) for j in (1, 4)},
+    }
+    print(
+        f"speedup CV: do_bench {summary['do_bench_ratio_cv'] * 100:.2f}% (baseline, in-process), engine "
+        f"jobs=1 {summary['engine_speedup_cv'][1] * 100:.2f}%, jobs=4 {summary['engine_speedup_cv'][4] * 100:.2f}%"
+    )
     return summary
 
 
 def _print_breakdown(verdicts: list[dict]) -> None:
     """Per-candidate evaluation times (request to verdict, as the engine measured them)."""
     times = sorted(v["eval_ms"] / 1000 for v in verdicts)
-    print(f"  per candidate: median {statistics.median(times):.2f} s, max {times[-1]:.2f} s, "
-          f"sum {sum(times):.1f} s", flush=True)
+    print(
+        f"  per candidate: median {statistics.median(times):.2f} s, max {times[-1]:.2f} s, sum {sum(times):.1f} s",
+        flush=True,
+    )
     # The GPU time of the timed calls themselves, which the exclusive holds serialize.
-    timed = [v["runtime_stats"]["n"] * v["runtime_stats"]["median_ms"] / 1000 for v in verdicts if v.get("runtime_stats")]
+    timed = [
+        v["runtime_stats"]["n"] * v["runtime_stats"]["median_ms"] / 1000 for v in verdicts if v.get("runtime_stats")
+    ]
     if timed:
         print(f"  timed calls (calls x median): sum {sum(timed):.1f} s, largest {max(timed):.2f} s", flush=True)
     # Where the runners spent it, step by step (candidate.py's phases_ms): median and sum per step.
@@ -233,23 +287,40 @@ def throughput(args) -> dict:
         for i, entry in enumerate(batch):
             path = pathlib.Path(tmp) / f"candidate_{i}.py"
             path.write_text(entry["code"])
-            out = subprocess.run([sys.executable, str(pathlib.Path(__file__).with_name("naive_eval.py")),
-                                  entry["task_path"], str(path)], capture_output=True, text=True)
+            out = subprocess.run(
+                [sys.executable, str(pathlib.Path(__file__).with_name("naive_eval.py")), entry["task_path"], str(path)],
+                capture_output=True,
+                text=True,
+            )
             lines = out.stdout.strip().splitlines()
             naive.append(json.loads(lines[-1]) if lines else {"status": "runtime_error", "error": out.stderr[-300:]})
     naive_s = time.perf_counter() - start
     print(f"naive serial: {len(batch)} candidates in {naive_s:.1f} s", flush=True)
-    result = {"candidates": len(batch), "naive_s": naive_s, "engine_untimed_s": untimed_s,
-              "naive_statuses": [n["status"] for n in naive], "runs": {}}
+    result = {
+        "candidates": len(batch),
+        "naive_s": naive_s,
+        "engine_untimed_s": untimed_s,
+        "naive_statuses": [n["status"] for n in naive],
+        "runs": {},
+    }
     for jobs, (seconds, verdicts) in runs.items():
-        differ = [(e["id"], v["status"], n["status"]) for e, v, n in zip(batch, verdicts, naive)
-                  if (v["status"] == "correct") != (n["status"] == "correct")]
-        print(f"{jobs} jobs: same correctness on {len(batch) - len(differ)}/{len(batch)}; engine "
-              f"{naive_s / seconds:.2f}x faster than naive serial (target >= 4x)")
+        differ = [
+            (e["id"], v["status"], n["status"])
+            for e, v, n in zip(batch, verdicts, naive)
+            if (v["status"] == "correct") != (n["status"] == "correct")
+        ]
+        print(
+            f"{jobs} jobs: same correctness on {len(batch) - len(differ)}/{len(batch)}; engine "
+            f"{naive_s / seconds:.2f}x faster than naive serial (target >= 4x)"
+        )
         for d in differ:
             print("  differs:", d)
-        result["runs"][jobs] = {"engine_s": seconds, "ratio": naive_s / seconds, "differs": differ,
-                                "engine_statuses": [v["status"] for v in verdicts]}
+        result["runs"][jobs] = {
+            "engine_s": seconds,
+            "ratio": naive_s / seconds,
+            "differs": differ,
+            "engine_statuses": [v["status"] for v in verdicts],
+        }
     return result
 
 
@@ -266,10 +337,18 @@ def cache(args) -> dict:
         second_s = time.perf_counter() - start
     hits = sum(v["cache_hit"] for v in second)
     same = sum(a["status"] == b["status"] for a, b in zip(first, second))
-    print(f"first run {first_s:.2f} s, cached run {second_s * 1000:.1f} ms: {first_s / second_s:.0f}x faster "
-          f"(target >= 50x); {hits}/{len(batch)} hits, {same} same statuses")
-    return {"candidates": len(batch), "first_s": first_s, "cached_s": second_s, "ratio": first_s / second_s,
-            "hits": hits, "same_status": same}
+    print(
+        f"first run {first_s:.2f} s, cached run {second_s * 1000:.1f} ms: {first_s / second_s:.0f}x faster "
+        f"(target >= 50x); {hits}/{len(batch)} hits, {same} same statuses"
+    )
+    return {
+        "candidates": len(batch),
+        "first_s": first_s,
+        "cached_s": second_s,
+        "ratio": first_s / second_s,
+        "hits": hits,
+        "same_status": same,
+    }
 
 
 def resize(source: str, sizes: dict) -> str:
@@ -297,12 +376,30 @@ def scale_batch(small: bool = False) -> list[dict]:
         source = (SCALE / "tasks" / f"{name}.py").read_text()
         return resize(source, suite["tasks"][name]["small"]) if small else source
 
-    batch = [{"id": f"solutions/{name}.py", "kind": "honest", "task_name": name, "task": task_source(name),
-              "code": (SCALE / "solutions" / f"{name}.py").read_text(), "expect": ["correct"], "gpu_only": False}
-             for name in suite["tasks"]]
-    batch += [{"id": f"cheats/{file}", "kind": "cheat", "task_name": meta["task"], "task": task_source(meta["task"]),
-               "code": (SCALE / "cheats" / file).read_text(), "expect": meta["expect"], "gpu_only": meta["gpu_only"]}
-              for file, meta in suite["cheats"].items()]
+    batch = [
+        {
+            "id": f"solutions/{name}.py",
+            "kind": "honest",
+            "task_name": name,
+            "task": task_source(name),
+            "code": (SCALE / "solutions" / f"{name}.py").read_text(),
+            "expect": ["correct"],
+            "gpu_only": False,
+        }
+        for name in suite["tasks"]
+    ]
+    batch += [
+        {
+            "id": f"cheats/{file}",
+            "kind": "cheat",
+            "task_name": meta["task"],
+            "task": task_source(meta["task"]),
+            "code": (SCALE / "cheats" / file).read_text(),
+            "expect": meta["expect"],
+            "gpu_only": meta["gpu_only"],
+        }
+        for file, meta in suite["cheats"].items()
+    ]
     return batch
 
 
@@ -350,8 +447,12 @@ def _disk_used() -> list[int]:
 def _gpu_memory_mib() -> list[int]:
     if shutil.which("nvidia-smi") is None:
         return []
-    out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-                         capture_output=True, text=True, timeout=10)
+    out = subprocess.run(
+        ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
     return [int(line) for line in out.stdout.split()] if out.returncode == 0 else []
 
 
@@ -366,8 +467,13 @@ def _naive(batch: list[dict], device: str) -> tuple[list[dict], float]:
             candidate.write_text(entry["code"])
             began = time.perf_counter()
             try:
-                out = subprocess.run([sys.executable, str(NAIVE), str(task), str(candidate), "--device", device],
-                                     capture_output=True, text=True, env=env, timeout=3600)
+                out = subprocess.run(
+                    [sys.executable, str(NAIVE), str(task), str(candidate), "--device", device],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=3600,
+                )
                 lines = out.stdout.strip().splitlines()
                 result = json.loads(lines[-1]) if lines else {"status": "runtime_error", "error": out.stderr[-300:]}
             except subprocess.TimeoutExpired:
@@ -380,14 +486,17 @@ def _naive(batch: list[dict], device: str) -> tuple[list[dict], float]:
 
 def scale(args) -> dict:
     batch = [e for e in scale_batch(small=args.small) if not args.only or any(k in e["id"] for k in args.only)]
-    batch = batch[:args.limit or None]
+    batch = batch[: args.limit or None]
     device = args.device
     options = {"device": device}
     if args.jobs != [0]:
         options["jobs"] = args.jobs[0]
     free_at_start = shutil.disk_usage(tempfile.gettempdir()).free
-    print(f"{len(batch)} items ({'reduced' if args.small else 'published'} sizes) on {device}; "
-          f"{free_at_start / 2**30:.1f} GiB free in {tempfile.gettempdir()}", flush=True)
+    print(
+        f"{len(batch)} items ({'reduced' if args.small else 'published'} sizes) on {device}; "
+        f"{free_at_start / 2**30:.1f} GiB free in {tempfile.gettempdir()}",
+        flush=True,
+    )
 
     with Peak(_disk_used) as disk, Peak(_gpu_memory_mib) as gpu:
         start = time.perf_counter()
@@ -398,44 +507,71 @@ def scale(args) -> dict:
         del engine
     disk_peak = disk.peak[0] - disk.start[0]
     gpu_peak = [p - s for p, s in zip(gpu.peak, gpu.start)] if gpu.start else None
-    print(f"engine: memory waits {info.get('memory_waits')}, retries alone {info.get('memory_retries')}, "
-          f"disk waits {info.get('disk_waits')}", flush=True)
-    print(f"engine: {len(batch)} items in {engine_s:.1f} s ({info['jobs']} jobs); peak disk "
-          f"+{disk_peak / 2**30:.2f} GiB ({disk_peak / free_at_start * 100:.2f}% of the free space)", flush=True)
+    print(
+        f"engine: memory waits {info.get('memory_waits')}, retries alone {info.get('memory_retries')}, "
+        f"disk waits {info.get('disk_waits')}",
+        flush=True,
+    )
+    print(
+        f"engine: {len(batch)} items in {engine_s:.1f} s ({info['jobs']} jobs); peak disk "
+        f"+{disk_peak / 2**30:.2f} GiB ({disk_peak / free_at_start * 100:.2f}% of the free space)",
+        flush=True,
+    )
     if gpu.start:
         print(f"  peak GPU memory used (MiB, per GPU): {gpu.peak}, +{gpu_peak} over the start", flush=True)
 
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
-        print(f"  {entry['id']:42} {verdict['status']:21} {(verdict.get('eval_ms') or 0) / 1000:6.1f} s "
-              f"{verdict.get('runtime_ms') or '-'} ms  {sorted({str(f.get('rule')) for f in verdict['findings']})} "
-              f"phases s {({k: round(v / 1000, 1) for k, v in (verdict.get('phases_ms') or {}).items()})}", flush=True)
+        print(
+            f"  {entry['id']:42} {verdict['status']:21} {(verdict.get('eval_ms') or 0) / 1000:6.1f} s "
+            f"{verdict.get('runtime_ms') or '-'} ms  {sorted({str(f.get('rule')) for f in verdict['findings']})} "
+            f"phases s { ({k: round(v / 1000, 1) for k, v in (verdict.get('phases_ms') or {}).items()}) }",
+            flush=True,
+        )
     naive, naive_s, naive_gpu_peak = None, None, None
     if not args.only_engine:
         with Peak(_gpu_memory_mib) as naive_gpu:
             naive, naive_s = _naive(batch, device)
         naive_gpu_peak = [p - s for p, s in zip(naive_gpu.peak, naive_gpu.start)] if naive_gpu.start else None
-        print(f"naive serial: {len(batch)} items in {naive_s:.1f} s" +
-              (" (CPU: correctness only, no timing)" if device == "cpu" else ""), flush=True)
+        print(
+            f"naive serial: {len(batch)} items in {naive_s:.1f} s"
+            + (" (CPU: correctness only, no timing)" if device == "cpu" else ""),
+            flush=True,
+        )
 
     items = []
-    print(f"{'item':42} {'engine':21} {'eval s':>7} {'ms':>9} | {'naive':13} {'ms':>9} | expected; findings",
-          flush=True)
+    print(
+        f"{'item':42} {'engine':21} {'eval s':>7} {'ms':>9} | {'naive':13} {'ms':>9} | expected; findings", flush=True
+    )
     for i, (entry, verdict) in enumerate(zip(batch, verdicts)):
         nv = naive[i] if naive else {}
-        item = {"id": entry["id"], "kind": entry["kind"], "task": entry["task_name"], "expect": entry["expect"],
-                "engine": verdict["status"], "message": verdict.get("message"), "eval_ms": verdict.get("eval_ms"),
-                "rules": sorted({str(f.get("rule")) for f in verdict.get("findings") or []}),
-                "runtime_ms": verdict.get("runtime_ms"), "speedup_eager": verdict.get("speedup_eager"),
-                "phases_ms": verdict.get("phases_ms"), "below_timing_floor": verdict.get("below_timing_floor"),
-                "naive": nv.get("status"), "naive_runtime_ms": nv.get("runtime_ms"), "naive_wall_s": nv.get("wall_s")}
+        item = {
+            "id": entry["id"],
+            "kind": entry["kind"],
+            "task": entry["task_name"],
+            "expect": entry["expect"],
+            "engine": verdict["status"],
+            "message": verdict.get("message"),
+            "eval_ms": verdict.get("eval_ms"),
+            "rules": sorted({str(f.get("rule")) for f in verdict.get("findings") or []}),
+            "runtime_ms": verdict.get("runtime_ms"),
+            "speedup_eager": verdict.get("speedup_eager"),
+            "phases_ms": verdict.get("phases_ms"),
+            "below_timing_floor": verdict.get("below_timing_floor"),
+            "naive": nv.get("status"),
+            "naive_runtime_ms": nv.get("runtime_ms"),
+            "naive_wall_s": nv.get("wall_s"),
+        }
         items.append(item)
 
         def ms(value):
             return f"{value:9.3f}" if isinstance(value, (int, float)) else f"{'-':>9}"
 
-        print(f"{entry['id']:42} {verdict['status']:21} {(verdict.get('eval_ms') or 0) / 1000:7.1f} "
-              f"{ms(item['runtime_ms'])} | {str(item['naive']):13} {ms(item['naive_runtime_ms'])} | "
-              f"{'/'.join(entry['expect'])}; {', '.join(item['rules']) or '-'}", flush=True)
+        print(
+            f"{entry['id']:42} {verdict['status']:21} {(verdict.get('eval_ms') or 0) / 1000:7.1f} "
+            f"{ms(item['runtime_ms'])} | {str(item['naive']):13} {ms(item['naive_runtime_ms'])} | "
+            f"{'/'.join(entry['expect'])}; {', '.join(item['rules']) or '-'}",
+            flush=True,
+        )
         if verdict["status"] not in entry["expect"]:
             print(f"    engine: {str(verdict.get('message'))[:300]}", flush=True)
             tail = (verdict.get("stderr_tail") or "").strip().splitlines()[-25:]
@@ -450,8 +586,10 @@ def scale(args) -> dict:
         elif item["kind"] == "cheat" and item["engine"] == "correct":
             failed.append(f"{item['id']}: cheat judged correct")
     if disk_peak >= 0.10 * free_at_start:
-        failed.append(f"peak disk +{disk_peak / 2**30:.2f} GiB is not below 10% of the "
-                      f"{free_at_start / 2**30:.1f} GiB free at start")
+        failed.append(
+            f"peak disk +{disk_peak / 2**30:.2f} GiB is not below 10% of the "
+            f"{free_at_start / 2**30:.1f} GiB free at start"
+        )
     ratio = naive_s / engine_s if naive_s and device != "cpu" else None
     if ratio is not None:
         print(f"engine {engine_s:.1f} s, naive {naive_s:.1f} s: naive/engine {ratio:.2f}x (target >= 2x)")
@@ -463,10 +601,21 @@ def scale(args) -> dict:
     for f in failed:
         print("TARGET MISSED:", f)
     print("all targets met" if not failed else f"{len(failed)} target(s) missed", flush=True)
-    return {"device": device, "small": args.small, "items": items, "engine_s": engine_s, "naive_s": naive_s,
-            "ratio": ratio, "jobs": info["jobs"], "disk_free_at_start": free_at_start, "disk_peak_bytes": disk_peak,
-            "gpu_peak_mib": gpu_peak, "naive_gpu_peak_mib": naive_gpu_peak, "naive_fooled": fooled,
-            "failed": failed}
+    return {
+        "device": device,
+        "small": args.small,
+        "items": items,
+        "engine_s": engine_s,
+        "naive_s": naive_s,
+        "ratio": ratio,
+        "jobs": info["jobs"],
+        "disk_free_at_start": free_at_start,
+        "disk_peak_bytes": disk_peak,
+        "gpu_peak_mib": gpu_peak,
+        "naive_gpu_peak_mib": naive_gpu_peak,
+        "naive_fooled": fooled,
+        "failed": failed,
+    }
 
 
 def main() -> None:
@@ -476,18 +625,32 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--wrong", type=int, default=4)
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--jobs", type=lambda s: [int(j) for j in s.split(",")], default=[0],
-                        help="throughput: engine slot counts to run, e.g. 8,12 (0: the engine's default)")
+    parser.add_argument(
+        "--jobs",
+        type=lambda s: [int(j) for j in s.split(",")],
+        default=[0],
+        help="throughput: engine slot counts to run, e.g. 8,12 (0: the engine's default)",
+    )
     parser.add_argument("--untimed", action="store_true", help="throughput: also run the batch without timing")
     parser.add_argument("--small", action="store_true", help="scale: the suite's reduced sizes (suite.json)")
     parser.add_argument("--only-engine", action="store_true", help="scale: skip the naive serial baseline")
     parser.add_argument("--limit", type=int, default=0, help="scale: only the first N items of the batch")
-    parser.add_argument("--only", type=lambda s: s.split(","), default=[],
-                        help="scale: only the items whose id contains one of these (comma-separated)")
+    parser.add_argument(
+        "--only",
+        type=lambda s: s.split(","),
+        default=[],
+        help="scale: only the items whose id contains one of these (comma-separated)",
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
-    benches = {"repeatability": repeatability, "throughput": throughput, "cache": cache, "probe": probe, "scale": scale,
-               "small": small}
+    benches = {
+        "repeatability": repeatability,
+        "throughput": throughput,
+        "cache": cache,
+        "probe": probe,
+        "scale": scale,
+        "small": small,
+    }
     result = benches[args.bench](args)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({args.bench: result}, indent=1))

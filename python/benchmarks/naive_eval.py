@@ -68,7 +68,7 @@ if __name__ == "__main__":
         if "--device" in args:
             i = args.index("--device")
             device = args[i + 1]
-            del args[i:i + 2]
+            del args[i : i + 2]
         result = main(args[0], args[1], device)
     except Exception as exc:  # noqa: BLE001 - the baseline reports, as KernelBench does
         result = {"status": "runtime_error", "error": f"{type(exc).__name__}: {exc}"}

@@ -2,6 +2,11 @@
 (generate), side by side on the same prompts, seeds and model, at RL batch sizes.
 
     python python/benchmarks/rollout_bench.py [--model DIR] [--sequences 64,256,512] [--json F]
+        [--generators 'generate,compiled*2,continuous[use_cuda_graph=false;max_batch_tokens=1024]']
+
+A generator's `*N` makes N calls per batch size (compiled: the first compiles, the next show the
+steady state); `[key=value;...]` gives "continuous" its ContinuousBatchingConfig fields (and
+attn_implementation) in place of tritium.train.rollout.CONTINUOUS.
 
 The model is a transformers directory, or by default SmolLM2-135M's architecture (its Llama
 config) with random weights: the machines that run this reach no model hub, and the cost of a
@@ -11,8 +16,8 @@ chance), which gives completions the spread of lengths that real rollouts have (
 1/stop-share tokens, capped at --max-new-tokens). Prompts are Tritium's kernel prompts of the
 example tasks, `--group` samples each, as RL draws them. Per batch size it prints generated
 tokens/s of each path, the ratio, and the completions' mean length and share stopped by a stop
-token under each (the two should sample alike); greedy completions of a few prompts are
-compared token for token.
+token under each (they should sample alike); greedy completions of a few prompts are compared
+token for token.
 """
 
 from __future__ import annotations
@@ -33,9 +38,18 @@ from tritium.train import models  # noqa: E402
 from tritium.train.rollout import completion_ids  # noqa: E402
 
 # SmolLM2-135M's config.json (the architecture of configs/h200-smollm2.toml's base model).
-SMOLLM2_135M = {"vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
-                "num_attention_heads": 9, "num_key_value_heads": 3, "max_position_embeddings": 8192,
-                "rope_theta": 100000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": True}
+SMOLLM2_135M = {
+    "vocab_size": 49152,
+    "hidden_size": 576,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "max_position_embeddings": 8192,
+    "rope_theta": 100000.0,
+    "rms_norm_eps": 1e-5,
+    "tie_word_embeddings": True,
+}
 
 
 def kernel_prompts(path: str | None) -> list[str]:
@@ -73,25 +87,71 @@ def save_model(where: str, prompts: list[str]) -> None:
     tokenizer = models.train_tokenizer(prompts, vocab_size=4096)
     torch.manual_seed(0)
     shape = {**SMOLLM2_135M, "vocab_size": len(tokenizer)}
-    LlamaForCausalLM(LlamaConfig(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                                 eos_token_id=tokenizer.eos_token_id, **shape)).save_pretrained(where)
+    LlamaForCausalLM(
+        LlamaConfig(
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            **shape,
+        )
+    ).save_pretrained(where)
     tokenizer.save_pretrained(where)
 
 
+def parse_generator(spec: str) -> tuple[str, dict | None]:
+    """ "continuous[use_cuda_graph=true;max_batch_tokens=1024]": the generator's name and its options
+    (values read as JSON where they parse, else as strings); a plain name has none."""
+    name, _, rest = calls(spec)[0].partition("[")
+    if not rest:
+        return name, None
+    options = {}
+    for item in filter(None, rest.removesuffix("]").split(";")):
+        key, _, value = item.partition("=")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return name, options
+
+
+def calls(spec: str) -> tuple[str, int]:
+    """ "compiled*2": the spec and how many calls it makes per batch size (one where not given)."""
+    head, star, count = spec.rpartition("*")
+    return (head, int(count)) if star and count.isdigit() else (spec, 1)
+
+
+def split_generators(text: str) -> list[str]:
+    """Comma-separated generator specs; commas inside [...] belong to the spec."""
+    specs, depth, current = [], 0, ""
+    for char in text:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            specs.append(current)
+            current = ""
+        else:
+            current += char
+    return specs + [current] if current else specs
+
+
 def run(model, prompts, group, max_new_tokens, eos, pad, generator, seed, temperature=1.0):
+    name, options = parse_generator(generator)
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     torch.manual_seed(seed)
     start = time.perf_counter()
-    rows = completion_ids(model, prompts, group, max_new_tokens, temperature, 1.0, eos, pad, generator)
+    rows = completion_ids(model, prompts, group, max_new_tokens, temperature, 1.0, eos, pad, name, options=options)
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     stops = set(eos) if isinstance(eos, list) else {eos}
     lengths = [len(r) for r in rows]
-    return {"seconds": seconds, "tokens": sum(lengths), "tokens_per_s": sum(lengths) / seconds,
-            "mean_length": statistics.mean(lengths), "stopped_share": sum(bool(r) and r[-1] in stops for r in rows) /
-            len(rows)}, rows
+    return {
+        "seconds": seconds,
+        "tokens": sum(lengths),
+        "tokens_per_s": sum(lengths) / seconds,
+        "mean_length": statistics.mean(lengths),
+        "stopped_share": sum(bool(r) and r[-1] in stops for r in rows) / len(rows),
+    }, rows
 
 
 def main() -> None:
@@ -104,13 +164,29 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32", help="the policy's dtype (RL trains in float32)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--greedy-prompts", type=int, default=8)
-    parser.add_argument("--generators", type=lambda s: s.split(","), default=["generate", "compiled", "continuous"])
+    parser.add_argument(
+        "--generators",
+        type=split_generators,
+        default=["generate", "compiled", "continuous"],
+        help="comma-separated; the first is the baseline; continuous[key=value;...] passes "
+        "ContinuousBatchingConfig fields (and attn_implementation) to that call; NAME*N makes N calls per "
+        "batch size (compiled: the first one compiles, the next ones show the steady state)",
+    )
+    parser.add_argument(
+        "--greedy-generators",
+        type=split_generators,
+        help="the generators the greedy check compares, the first the reference (default: --generators)",
+    )
+    parser.add_argument("--budget", type=float, help="seconds: skip the calls that would start after it")
     parser.add_argument("--prompts", help="the kernel prompts as a JSON list (default: made from examples/tasks)")
     parser.add_argument("--write-prompts", metavar="FILE", help="only write the kernel prompts to FILE")
     parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--save-model", metavar="DIR",
-                        help="only write the random model (its vocabulary the prompts' tokenizer's) and that "
-                             "tokenizer to DIR, as a model directory for `python -m tritium.train.rl`")
+    parser.add_argument(
+        "--save-model",
+        metavar="DIR",
+        help="only write the random model (its vocabulary the prompts' tokenizer's) and that "
+        "tokenizer to DIR, as a model directory for `python -m tritium.train.rl`",
+    )
     args = parser.parse_args()
     if args.write_prompts:
         pathlib.Path(args.write_prompts).write_text(json.dumps(kernel_prompts(None)))
@@ -121,11 +197,15 @@ def main() -> None:
 
     model, encoded, eos, pad, what = load(args)
     model.to(args.device)
-    print(f"{what}; {args.dtype} on {args.device}; {len(encoded)} prompts of {min(map(len, encoded))}-"
-          f"{max(map(len, encoded))} tokens; {args.group} samples each; up to {args.max_new_tokens} new tokens",
-          flush=True)
+    print(
+        f"{what}; {args.dtype} on {args.device}; {len(encoded)} prompts of {min(map(len, encoded))}-"
+        f"{max(map(len, encoded))} tokens; {args.group} samples each; up to {args.max_new_tokens} new tokens",
+        flush=True,
+    )
     results = {"what": what, "dtype": args.dtype, "device": args.device, "rows": [], "greedy": {}}
     for generator in args.generators:  # CUDA context, kernels, allocator: not the measured calls'
+        if parse_generator(generator)[0] == "compiled":
+            continue  # its first measured call shows what a compile costs
         began = time.perf_counter()
         run(model, encoded[:2], 2, 8, eos, pad, generator, 0)
         print(f"{generator}: first call {time.perf_counter() - began:.1f} s", flush=True)
@@ -135,28 +215,46 @@ def main() -> None:
             pathlib.Path(args.json).write_text(json.dumps(results, indent=2))
 
     baseline = args.generators[0]
+    began = time.perf_counter()
     for n in args.sequences:
         prompts = [encoded[i % len(encoded)] for i in range(max(1, n // args.group))]
         row = {"sequences": len(prompts) * args.group}
         results["rows"].append(row)
         for generator in args.generators:
-            r, _ = run(model, prompts, args.group, args.max_new_tokens, eos, pad, generator, seed=n)
-            row[generator] = r
-            r["ratio"] = r["tokens_per_s"] / row[baseline]["tokens_per_s"]
-            save()
-            print(f"{row['sequences']:4} sequences, {generator:10}: {r['tokens_per_s']:9.0f} tok/s ({r['seconds']:6.1f} "
-                  f"s, mean {r['mean_length']:.0f} tokens, {r['stopped_share']:.0%} stopped): {r['ratio']:.1f}x "
-                  f"{baseline}", flush=True)
+            for call in range(calls(generator)[1]):
+                if args.budget and time.perf_counter() - began > args.budget:
+                    print(f"{row['sequences']:4} sequences, {generator}: skipped (past --budget)", flush=True)
+                    continue
+                r, _ = run(model, prompts, args.group, args.max_new_tokens, eos, pad, generator, seed=n)
+                r["call"] = call + 1
+                row.setdefault(generator, []).append(r)
+                # Against the baseline's last call (its steady state where it compiles)
+                r["ratio"] = r["tokens_per_s"] / row[baseline][-1]["tokens_per_s"] if baseline in row else None
+                save()
+                ratio = f"{r['ratio']:.2f}x {baseline}" if r["ratio"] else "no baseline"
+                print(
+                    f"{row['sequences']:4} sequences, {generator} (call {call + 1}): {r['tokens_per_s']:7.0f} tok/s "
+                    f"({r['seconds']:6.1f} s, mean {r['mean_length']:.0f} tokens, {r['stopped_share']:.0%} stopped):"
+                    f" {ratio}",
+                    flush=True,
+                )
 
-    prompts = encoded[:args.greedy_prompts]
-    greedy = {g: run(model, prompts, 1, 64, eos, pad, g, 0, temperature=0.0)[1] for g in args.generators}
+    prompts = encoded[: args.greedy_prompts]
+    compared = args.greedy_generators or args.generators
+    greedy = {g: run(model, prompts, 1, 64, eos, pad, g, 0, temperature=0.0)[1] for g in compared if prompts}
+    reference = compared[0]
     for generator, rows in greedy.items():
-        same = sum(a == b for a, b in zip(greedy[baseline], rows))
-        prefix = statistics.mean(next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-                                 for a, b in zip(greedy[baseline], rows))
+        same = sum(a == b for a, b in zip(greedy[reference], rows))
+        prefix = statistics.mean(
+            next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            for a, b in zip(greedy[reference], rows)
+        )
         results["greedy"][generator] = {"prompts": len(prompts), "identical": same, "mean_common_prefix": prefix}
-        print(f"greedy, 64 tokens: {generator} decodes {same} of {len(prompts)} completions as {baseline} does "
-              f"(mean common prefix {prefix:.1f} tokens)", flush=True)
+        print(
+            f"greedy, 64 tokens: {generator} decodes {same} of {len(prompts)} completions as {reference} does "
+            f"(mean common prefix {prefix:.1f} tokens)",
+            flush=True,
+        )
     save()
 
 

@@ -28,8 +28,11 @@ import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TASKS, SOLUTIONS = ROOT / "examples" / "tasks", ROOT / "examples" / "solutions"
-TRITIUM = (os.environ.get("TRITIUM_BIN") or shutil.which("tritium", path=os.path.dirname(sys.executable))
-           or shutil.which("tritium"))
+TRITIUM = (
+    os.environ.get("TRITIUM_BIN")
+    or shutil.which("tritium", path=os.path.dirname(sys.executable))
+    or shutil.which("tritium")
+)
 
 LUA = """
 local f = io.open(os.getenv("WRK_BODY"), "rb"); wrk.body = f:read("*a"); f:close()
@@ -43,16 +46,25 @@ def wrk(url: str, method: str, body: str, seconds: int, connections: int, workdi
     body_file.write_text(body)
     script.write_text(LUA)
     env = dict(os.environ, WRK_BODY=str(body_file), WRK_METHOD=method)
-    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script), url],
-                         capture_output=True, text=True, env=env, check=True).stdout
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script), url],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
 
     def ms(label: str) -> float:
         value, unit = re.search(rf"{label}\s+([\d.]+)(us|ms|s)\b", out).groups()
         return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
 
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {"requests_per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
-            "p50_ms": ms("50%"), "p99_ms": ms("99%"), "non_2xx": int(errors.group(1)) if errors else 0}
+    return {
+        "requests_per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        "p50_ms": ms("50%"),
+        "p99_ms": ms("99%"),
+        "non_2xx": int(errors.group(1)) if errors else 0,
+    }
 
 
 def healthz_behind_slow_clients(port: int, slow: int, requests: int = 200, timeout: float = 3.0) -> dict:
@@ -83,8 +95,14 @@ def healthz_behind_slow_clients(port: int, slow: int, requests: int = 200, timeo
             times.append((time.perf_counter() - start) * 1e3)
         times.sort()
         pick = (lambda q: times[min(len(times) - 1, int(q * len(times)))]) if times else (lambda q: float("nan"))
-        return {"slow_clients": slow, "answered": len(times), "lost": lost, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
-                "max_ms": times[-1] if times else float("nan")}
+        return {
+            "slow_clients": slow,
+            "answered": len(times),
+            "lost": lost,
+            "p50_ms": pick(0.5),
+            "p99_ms": pick(0.99),
+            "max_ms": times[-1] if times else float("nan"),
+        }
     finally:
         for s in held:
             s.close()
@@ -99,10 +117,26 @@ def main() -> None:
     args = parser.parse_args()
     if not shutil.which("wrk"):
         sys.exit("serve_bench: needs wrk (apt-get install wrk)")
-    command = [TRITIUM, "serve", "--port", "0", "--tasks", str(TASKS), "--device", "cpu", "--threads", str(args.threads)]
-    if "--max-client-connections" in subprocess.run([TRITIUM, "serve", "--help"], capture_output=True, text=True).stdout:
+    command = [
+        TRITIUM,
+        "serve",
+        "--port",
+        "0",
+        "--tasks",
+        str(TASKS),
+        "--device",
+        "cpu",
+        "--threads",
+        str(args.threads),
+    ]
+    if (
+        "--max-client-connections"
+        in subprocess.run([TRITIUM, "serve", "--help"], capture_output=True, text=True).stdout
+    ):
         command += ["--max-client-connections", str(8 * args.threads)]  # the slow clients all come from loopback
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=dict(os.environ, TRITIUM_PYTHON=sys.executable))
+    server = subprocess.Popen(
+        command, stdout=subprocess.PIPE, text=True, env=dict(os.environ, TRITIUM_PYTHON=sys.executable)
+    )
     try:
         port = int(re.search(r":(\d+)$", server.stdout.readline().strip()).group(1))
         base = f"http://127.0.0.1:{port}"
@@ -115,8 +149,12 @@ def main() -> None:
             work = pathlib.Path(tmp)
             runs = {
                 "healthz (baseline)": wrk(base + "/healthz", "GET", "", args.seconds, args.connections, work),
-                "verify": wrk(base + "/v1/verify", "POST", json.dumps({"items": items}), args.seconds, args.connections, work),
-                "reward (cache hit)": wrk(base + "/v1/reward", "POST", reward_body, args.seconds, args.connections, work),
+                "verify": wrk(
+                    base + "/v1/verify", "POST", json.dumps({"items": items}), args.seconds, args.connections, work
+                ),
+                "reward (cache hit)": wrk(
+                    base + "/v1/reward", "POST", reward_body, args.seconds, args.connections, work
+                ),
             }
         slow = healthz_behind_slow_clients(port, 4 * args.threads)
     finally:
@@ -126,19 +164,28 @@ def main() -> None:
     print(f"{os.cpu_count()} cores, wrk -t2 -c{args.connections} -d{args.seconds}s, loopback")
     print(f"{'route':<22}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'vs healthz':>12}{'non-2xx':>9}")
     for name, r in runs.items():
-        print(f"{name:<22}{r['requests_per_s']:>10.0f}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}"
-              f"{r['requests_per_s'] / floor:>11.2f}x{r['non_2xx']:>9}")
+        print(
+            f"{name:<22}{r['requests_per_s']:>10.0f}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}"
+            f"{r['requests_per_s'] / floor:>11.2f}x{r['non_2xx']:>9}"
+        )
     reward, verify = runs["reward (cache hit)"], runs["verify"]
-    targets = {"reward >= 2000 req/s": reward["requests_per_s"] >= 2000, "reward p99 < 10 ms": reward["p99_ms"] < 10,
-               "verify >= 5000 req/s": verify["requests_per_s"] >= 5000}
-    print(f"GET /healthz, one connection each, behind {slow['slow_clients']} slow clients (4x --threads {args.threads}): "
-          f"{slow['answered']} answered, {slow['lost']} lost, p50 {slow['p50_ms']:.2f} ms, p99 {slow['p99_ms']:.2f} ms, "
-          f"max {slow['max_ms']:.2f} ms")
+    targets = {
+        "reward >= 2000 req/s": reward["requests_per_s"] >= 2000,
+        "reward p99 < 10 ms": reward["p99_ms"] < 10,
+        "verify >= 5000 req/s": verify["requests_per_s"] >= 5000,
+    }
+    print(
+        f"GET /healthz, one connection each, behind {slow['slow_clients']} slow clients (4x --threads {args.threads}): "
+        f"{slow['answered']} answered, {slow['lost']} lost, p50 {slow['p50_ms']:.2f} ms, p99 {slow['p99_ms']:.2f} ms, "
+        f"max {slow['max_ms']:.2f} ms"
+    )
     targets["healthz behind slow clients < 1 s"] = slow["lost"] == 0 and slow["max_ms"] < 1000
     for name, met in targets.items():
         print(f"target {name}: {'met' if met else 'NOT met'}")
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps({"runs": runs, "slow_clients": slow, "targets": targets}, indent=2))
+        pathlib.Path(args.json).write_text(
+            json.dumps({"runs": runs, "slow_clients": slow, "targets": targets}, indent=2)
+        )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,11 @@ def mount_script() -> str:
             needed.setdefault(found[0], set()).add(found[1])
     lines = ["set -e", "stage=$(mktemp -d)"]
     for k, (closed, entries) in enumerate(sorted(needed.items())):
-        lines += [f"mkdir -p $stage/{k}", f"mount --bind '{closed}' $stage/{k}",
-                  f"mount -t tmpfs -o mode=755 tmpfs '{closed}'"]
+        lines += [
+            f"mkdir -p $stage/{k}",
+            f"mount --bind '{closed}' $stage/{k}",
+            f"mount -t tmpfs -o mode=755 tmpfs '{closed}'",
+        ]
         for entry in sorted(entries):
             lines += [f"mkdir -p '{closed}/{entry}'", f'mount --bind "$stage/{k}/{entry}" "{closed}/{entry}"']
         lines.append(f"umount -l $stage/{k}")
@@ -43,12 +46,20 @@ def mount_script() -> str:
 
 def main() -> int:
     uid = int(sys.argv[1])
-    command = sys.argv[sys.argv.index("--") + 1:]
-    setpriv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
-               "--bounding-set=-all", "--"]
+    command = sys.argv[sys.argv.index("--") + 1 :]
+    setpriv = [
+        "setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]
     script = mount_script() + '\nexec "$@"'
-    return subprocess.call(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-                            *setpriv, *command])
+    return subprocess.call(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *setpriv, *command]
+    )
 
 
 if __name__ == "__main__":

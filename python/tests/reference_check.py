@@ -53,7 +53,9 @@ def _clone(values):
     return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
 
 
-def assert_matches_reference(task_path: pathlib.Path, candidate_path: pathlib.Path, trials: int, modes=("eval", "train")):
+def assert_matches_reference(
+    task_path: pathlib.Path, candidate_path: pathlib.Path, trials: int, modes=("eval", "train")
+):
     task = load_module(task_path.read_text(), str(task_path))
     candidate = load_module(candidate_path.read_text(), str(candidate_path), name="tritium_candidate")
     assert hasattr(candidate, "ModelNew"), f"{candidate_path.name}: a candidate defines ModelNew"

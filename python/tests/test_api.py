@@ -1,9 +1,9 @@
 """`import tritium`: the same C++ calls as the CLI, through the nanobind extension."""
 
 import pytest
+from conftest import FIXTURES
 
 import tritium
-from conftest import FIXTURES
 
 
 def test_version_comes_from_the_core():

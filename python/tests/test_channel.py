@@ -21,10 +21,16 @@ def spec():
     os.ftruncate(buffer, 512)
     ready, go = os.pipe(), os.pipe()
     fds = [buffer, *ready, *go]
-    yield {"pid": os.getpid(), "bytes": 512, "buffer": buffer, "ready_r": ready[0], "ready_w": ready[1],
-           "go_r": go[0], "go_w": go[1],
-           "inodes": {"buffer": os.fstat(buffer).st_ino, "ready": os.fstat(ready[0]).st_ino,
-                      "go": os.fstat(go[0]).st_ino}}
+    yield {
+        "pid": os.getpid(),
+        "bytes": 512,
+        "buffer": buffer,
+        "ready_r": ready[0],
+        "ready_w": ready[1],
+        "go_r": go[0],
+        "go_w": go[1],
+        "inodes": {"buffer": os.fstat(buffer).st_ino, "ready": os.fstat(ready[0]).st_ino, "go": os.fstat(go[0]).st_ino},
+    }
     for fd in fds:
         os.close(fd)
 
@@ -63,8 +69,9 @@ def test_sets_larger_than_the_buffer_stream_through_and_are_judged_whole(spec):
     wrong = x.clone()
     wrong[997] += 1.0  # in the last half of the last chunk
     ints = torch.arange(300, dtype=torch.int64)
-    thread, errors = ship_in_thread(spec, [({"kind": "trial", "index": 0}, [x, ints]),
-                                           ({"kind": "trial", "index": 1}, [wrong, ints])])
+    thread, errors = ship_in_thread(
+        spec, [({"kind": "trial", "index": 0}, [x, ints]), ({"kind": "trial", "index": 1}, [wrong, ints])]
+    )
     first, second = serve(spec, [[x, ints], [x, ints]])
     thread.join()
     assert not errors
@@ -74,9 +81,14 @@ def test_sets_larger_than_the_buffer_stream_through_and_are_judged_whole(spec):
 
 
 def test_a_wrong_shape_or_dtype_is_judged_on_the_layout_without_its_data(spec):
-    thread, errors = ship_in_thread(spec, [({"kind": "trial", "index": 0}, [torch.zeros(10, 100)]),
-                                           ({"kind": "trial", "index": 1}, [torch.zeros(1000, dtype=torch.float64)]),
-                                           ({"kind": "trial", "index": 2}, [torch.zeros(1000), torch.zeros(1)])])
+    thread, errors = ship_in_thread(
+        spec,
+        [
+            ({"kind": "trial", "index": 0}, [torch.zeros(10, 100)]),
+            ({"kind": "trial", "index": 1}, [torch.zeros(1000, dtype=torch.float64)]),
+            ({"kind": "trial", "index": 2}, [torch.zeros(1000), torch.zeros(1)]),
+        ],
+    )
     shape, dtype, count = serve(spec, [[torch.zeros(1000)]] * 3)
     thread.join()
     assert not errors
@@ -119,8 +131,10 @@ def test_a_channel_whose_descriptors_were_reused_is_refused(spec):
 def test_the_bound_is_atol_plus_rtol_times_the_expected_and_inclusive():
     e = torch.tensor([2.0, -2.0], dtype=torch.float64)  # bound 0.5 + 0.25 * 2 = 1, exact in binary
     assert compare_tensor(e, torch.tensor([3.0, -1.0], dtype=torch.float64), 0.5, 0.25)["match"]
-    past = torch.tensor([torch.nextafter(torch.tensor(3.0, dtype=torch.float64), torch.tensor(4.0, dtype=torch.float64)),
-                         -1.0], dtype=torch.float64)
+    past = torch.tensor(
+        [torch.nextafter(torch.tensor(3.0, dtype=torch.float64), torch.tensor(4.0, dtype=torch.float64)), -1.0],
+        dtype=torch.float64,
+    )
     assert compare_tensor(e, past, 0.5, 0.25)["message"].startswith("1 of 2 elements differ")
     one = torch.ones(1)
     assert compare_tensor(one, torch.tensor([1.00015]), 1e-4, 1e-4)["match"]
@@ -131,7 +145,9 @@ def test_errors_name_the_worst_element_and_relative_errors_skip_tiny_expected_va
     e, a = torch.full((16,), 1.25), torch.full((16,), 1.25)
     a[3], a[12] = 1.2, 0.75
     c = compare_tensor(e, a, 1e-4, 1e-4)
-    assert c["message"].startswith("2 of 16 elements differ (largest differing abs err 0.5 at index 12, expected 1.25, got 0.75")
+    assert c["message"].startswith(
+        "2 of 16 elements differ (largest differing abs err 0.5 at index 12, expected 1.25, got 0.75"
+    )
     assert c["max_abs"] == 0.5 and c["max_rel"] == pytest.approx(0.4)
     r = compare_tensor(torch.tensor([0.0, 2.0]), torch.tensor([0.5, 3.0]), 1.0, 0.0)
     assert r["match"] and r["max_abs"] == 1.0 and r["max_rel"] == 0.5
@@ -145,10 +161,12 @@ def test_integers_compare_exactly_beyond_double_precision():
     extremes = compare_tensor(torch.tensor([lo]), torch.tensor([hi]), 0, 0)
     assert not extremes["match"] and extremes["max_abs"] == 2.0**64
     assert compare_tensor(torch.tensor([True, False]), torch.tensor([True, False]), 0, 0)["match"]
-    assert not compare_tensor(torch.tensor([0], dtype=torch.uint8), torch.tensor([255], dtype=torch.uint8), 0, 0)["match"]
+    assert not compare_tensor(torch.tensor([0], dtype=torch.uint8), torch.tensor([255], dtype=torch.uint8), 0, 0)[
+        "match"
+    ]
 
 
-FAILING_TASK = '''
+FAILING_TASK = """
 import torch
 import torch.nn as nn
 
@@ -164,7 +182,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def test_a_comparer_that_fails_tells_the_waiting_worker_at_once(spec):
@@ -174,9 +192,17 @@ def test_a_comparer_that_fails_tells_the_waiting_worker_at_once(spec):
     from tritium.runner.compare import compare
 
     thread, errors = ship_in_thread(spec, [({"kind": "trial", "index": 0}, [torch.zeros(8)])])
-    request = {"source": FAILING_TASK, "filename": "failing.py", "device": "cpu", "seed": 3, "channel": spec,
-               "trials": [{"index": 0, "mode": "eval", "distribution": "task"}], "spots": 0,
-               "tolerances": {"float32": [1e-4, 1e-4]}, "timeout_s": 60}
+    request = {
+        "source": FAILING_TASK,
+        "filename": "failing.py",
+        "device": "cpu",
+        "seed": 3,
+        "channel": spec,
+        "trials": [{"index": 0, "mode": "eval", "distribution": "task"}],
+        "spots": 0,
+        "tolerances": {"float32": [1e-4, 1e-4]},
+        "timeout_s": 60,
+    }
     with pytest.raises(Exception, match="out of memory"):
         compare(request)
     thread.join(timeout=10)

@@ -7,12 +7,16 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS, FIXTURES
 
+import tritium
+
 # TRITIUM_BIN: a build's own executable (a worktree's build/), instead of the installed one.
-TRITIUM = (os.environ.get("TRITIUM_BIN") or shutil.which("tritium", path=os.path.dirname(sys.executable))
-           or shutil.which("tritium"))
+TRITIUM = (
+    os.environ.get("TRITIUM_BIN")
+    or shutil.which("tritium", path=os.path.dirname(sys.executable))
+    or shutil.which("tritium")
+)
 
 
 def run(*args, timeout=300):
@@ -58,8 +62,17 @@ def test_a_bad_device_is_refused():
     assert run("tasks", EXAMPLE_TASKS, "--check", "--device", "tpu").returncode == 2
 
 
-@pytest.mark.parametrize("flags", [("--device", "banana"), ("--device", "gpu"), ("--device", "cuda:x"), ("--jobs", "-3"),
-                                   ("--profile", "loose"), ("--trials", "2")])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--device", "banana"),
+        ("--device", "gpu"),
+        ("--device", "cuda:x"),
+        ("--jobs", "-3"),
+        ("--profile", "loose"),
+        ("--trials", "2"),
+    ],
+)
 def test_evals_bad_engine_options_are_usage_errors_before_any_work(flags):
     task, solution = EXAMPLE_TASKS / "level1" / "01_relu.py", EXAMPLE_SOLUTIONS / "level1" / "01_relu.py"
     result = run("eval", task, solution, *flags)
@@ -97,7 +110,14 @@ def test_checking_the_broken_fixtures_reports_each_in_one_line_and_checks_the_re
     lines = result.stdout.strip().splitlines()
     fails = {line.split()[1]: line for line in lines if line.startswith("FAIL")}
     oks = [line.split()[1] for line in lines if line.startswith("  ok")]
-    assert set(fails) == {"syntax_error", "missing_get_inputs", "raises_in_forward", "non_tensor_output", "hangs", "exits_process"}
+    assert set(fails) == {
+        "syntax_error",
+        "missing_get_inputs",
+        "raises_in_forward",
+        "non_tensor_output",
+        "hangs",
+        "exits_process",
+    }
     assert oks == ["ok_square", "ok_two_outputs"]
     assert "broken_tasks/hangs.py: timed out" in fails["hangs"]
     assert lines[-1].startswith("8 tasks: 2 ok, 6 failed")
@@ -161,10 +181,14 @@ def test_verify_files_and_a_jsonl_of_responses(tmp_path):
         json.dumps({"task_id": "a", "response": f"<think>plan</think>\n```python\n{solution}```"}),
         json.dumps({"task_id": "b", "code": cheat.read_text()}),
         "{not json",
+        json.dumps({"task_id": "d", "code": solution, "response": solution}),  # the server's rule: exactly one
     ]
     batch = tmp_path / "batch.jsonl"
     batch.write_text("\n".join(lines) + "\n")
     doc = json.loads(run("verify", "--responses", batch, "--json").stdout)
     statuses = [v["status"] for v in doc["verdicts"]]
-    assert statuses == ["valid", "invalid_functionality", "error"]
-    assert doc["total"] == 3 and doc["valid"] == 1
+    assert statuses == ["valid", "invalid_functionality", "error", "error"]
+    assert 'exactly one of "code" or "response"' in doc["verdicts"][3]["error"]
+    assert doc["total"] == 4 and doc["valid"] == 1
+    with pytest.raises(ValueError, match='exactly one of "code" or "response"'):
+        tritium.verify(solution, response=solution)

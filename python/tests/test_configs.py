@@ -22,16 +22,25 @@ def test_the_configs_are_found():
 
 
 def test_typos_and_wrong_types_are_named_with_their_table():
-    found = schema.problems({"stagse": ["sft"], "stf": {"steps": 1}, "stages": ["sft", "dance"],
-                             "sft": {"stpes": 3, "steps": "100", "lr": 1, "tiny": {"hidden_size": 64}},
-                             "rl": {"curriculum": 1, "model": "m"}, "eval": {"base": True, "samples": 4.5}})
-    assert found == ["stagse key: unknown; did you mean stages?",
-                     "[stf] table: unknown; did you mean [sft]?",
-                     "stages: unknown stage 'dance'; use ['data', 'sft', 'rl', 'eval']",
-                     "[sft] stpes key: unknown; did you mean steps?",
-                     "[sft] steps: expected int, got '100'",
-                     "[rl] curriculum: expected true/false, got 1",
-                     "[eval] samples: expected int, got 4.5"]
+    found = schema.problems(
+        {
+            "stagse": ["sft"],
+            "stf": {"steps": 1},
+            "stages": ["sft", "dance"],
+            "sft": {"stpes": 3, "steps": "100", "lr": 1, "tiny": {"hidden_size": 64}},
+            "rl": {"curriculum": 1, "model": "m"},
+            "eval": {"base": True, "samples": 4.5},
+        }
+    )
+    assert found == [
+        "stagse key: unknown; did you mean stages?",
+        "[stf] table: unknown; did you mean [sft]?",
+        "stages: unknown stage 'dance'; use ['data', 'sft', 'rl', 'eval']",
+        "[sft] stpes key: unknown; did you mean steps?",
+        "[sft] steps: expected int, got '100'",
+        "[rl] curriculum: expected true/false, got 1",
+        "[eval] samples: expected int, got 4.5",
+    ]
 
 
 def test_the_schema_follows_the_code_it_configures():

@@ -30,26 +30,58 @@ def test_sft_from_responses_keeps_only_correct_ones(tmp_path):
     responses, sft = tmp_path / "responses.jsonl", tmp_path / "sft.jsonl"
     hack = (FIXTURES / "runtime" / "network_connect.py").read_text()
     wrong = (FIXTURES / "runtime" / "wrong_kernel.py").read_text()
-    lines = [{"task_id": "level1/01_relu", "response": tritium.format_response("One pass.", RELU)},
-             {"task_id": "level1/01_relu", "response": tritium.format_response("Sneaky.", hack)},
-             {"task_id": "level1/01_relu", "response": tritium.format_response("Off by one.", wrong)},
-             {"task_id": "no/such", "response": "x"}]
+    lines = [
+        {"task_id": "level1/01_relu", "response": tritium.format_response("One pass.", RELU)},
+        {"task_id": "level1/01_relu", "response": tritium.format_response("Sneaky.", hack)},
+        {"task_id": "level1/01_relu", "response": tritium.format_response("Off by one.", wrong)},
+        {"task_id": "no/such", "response": "x"},
+    ]
     responses.write_text("\n".join(json.dumps(line) for line in lines) + "\n{broken\n")
-    r = run("data", "sft", "--tasks", EXAMPLE_TASKS, "--responses", str(responses), "--out", str(sft), "--device", "cpu",
-            "--json")
+    r = run(
+        "data",
+        "sft",
+        "--tasks",
+        EXAMPLE_TASKS,
+        "--responses",
+        str(responses),
+        "--out",
+        str(sft),
+        "--device",
+        "cpu",
+        "--json",
+    )
     stats = json.loads(r.stdout)
     assert stats["kept"] == 1 and stats["dropped"] == {"bad_line": 2, "hack": 1, "incorrect": 1}
     (example,) = [json.loads(line) for line in sft.read_text().splitlines()]
     assert example["task_id"] == "level1/01_relu" and "One pass." in example["response"]
     # Without the engine, the wrong kernel passes the static verifier.
-    r = run("data", "sft", "--tasks", EXAMPLE_TASKS, "--responses", str(responses), "--out", str(sft), "--no-evaluate",
-            "--json")
+    r = run(
+        "data",
+        "sft",
+        "--tasks",
+        EXAMPLE_TASKS,
+        "--responses",
+        str(responses),
+        "--out",
+        str(sft),
+        "--no-evaluate",
+        "--json",
+    )
     assert json.loads(r.stdout)["kept"] == 2
 
 
 def test_nothing_kept_is_a_failure(tmp_path):
     responses = tmp_path / "r.jsonl"
     responses.write_text(json.dumps({"task_id": "level1/01_relu", "response": "no code"}) + "\n")
-    r = run("data", "sft", "--tasks", EXAMPLE_TASKS, "--responses", str(responses), "--out", str(tmp_path / "o.jsonl"),
-            "--no-evaluate")
+    r = run(
+        "data",
+        "sft",
+        "--tasks",
+        EXAMPLE_TASKS,
+        "--responses",
+        str(responses),
+        "--out",
+        str(tmp_path / "o.jsonl"),
+        "--no-evaluate",
+    )
     assert r.returncode == 1 and "0 of 1" in r.stdout

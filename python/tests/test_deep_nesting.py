@@ -8,9 +8,9 @@ chains that Tritium builds in loops it accepts, and the rules then walk their de
 import ast
 
 import pytest
+from conftest import EXAMPLE_SOLUTIONS
 
 import tritium
-from conftest import EXAMPLE_SOLUTIONS
 
 N = 100_000
 TOO_COMPLEX = "Parser stack overflowed - Python source too complex to parse"
@@ -53,7 +53,7 @@ CHAINS = {
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_deep_nesting_is_one_syntax_parse_finding(name):
     source, message = REFUSED[name]
-    verdict = tritium.verify(source + "\n", is_response=False)
+    verdict = tritium.verify(source + "\n")
     assert verdict["status"] == "invalid_syntax"
     [finding] = verdict["findings"]
     assert finding["rule"] == "syntax.parse"
@@ -69,7 +69,7 @@ def test_cpython_refuses_the_same_inputs(name):
 
 @pytest.mark.parametrize("name", sorted(CHAINS))
 def test_long_chains_parse_and_the_rules_walk_them(name):
-    verdict = tritium.verify(CHAINS[name] + "\n", is_response=False)
+    verdict = tritium.verify(CHAINS[name] + "\n")
     assert [f for f in verdict["findings"] if f["rule"] == "syntax.parse"] == []
 
 
@@ -78,5 +78,5 @@ def test_a_long_chain_in_forward_keeps_an_honest_solution_valid():
     anchor = "        x = x.contiguous()\n"
     assert anchor in honest
     chains = "".join(f"        _ = {CHAINS[k].removeprefix('x = ')}\n" for k in ("sum", "attributes", "calls"))
-    verdict = tritium.verify(honest.replace(anchor, anchor + chains), is_response=False)
+    verdict = tritium.verify(honest.replace(anchor, anchor + chains))
     assert verdict["status"] == "valid", verdict["findings"]

@@ -9,10 +9,10 @@ import subprocess
 import sys
 
 import pytest
-
-import tritium
 from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS, FIXTURES, ROOT
 from test_cli import TRITIUM
+
+import tritium
 
 RUNTIME = FIXTURES / "runtime"
 EXPECTED = json.loads((RUNTIME / "expected.json").read_text())
@@ -115,8 +115,16 @@ def test_bombs_are_contained_and_the_engine_stays_healthy():
 
 
 def test_a_batch_of_200_with_20_percent_faults_returns_200_verdicts():
-    faults = ["wrong_kernel.py", "segfault.py", "os_exit.py", "sys_exit.py", "decoy_kernel.py", "infinite_loop.py",
-              "input_mutation.py", "stale_buffer.py"]
+    faults = [
+        "wrong_kernel.py",
+        "segfault.py",
+        "os_exit.py",
+        "sys_exit.py",
+        "decoy_kernel.py",
+        "infinite_loop.py",
+        "input_mutation.py",
+        "stale_buffer.py",
+    ]
     batch = []
     for i in range(200):
         name = faults[i // 5 % len(faults)] if i % 5 == 0 else "honest_relu.py"
@@ -140,7 +148,9 @@ def test_every_example_solution_is_correct_with_the_static_check_on():
     batch = []
     for solution in sorted(EXAMPLE_SOLUTIONS.rglob("*.py")):
         task = EXAMPLE_TASKS / solution.relative_to(EXAMPLE_SOLUTIONS)
-        batch.append({"id": str(solution.relative_to(EXAMPLE_SOLUTIONS)), "task": task.read_text(), "code": solution.read_text()})
+        batch.append(
+            {"id": str(solution.relative_to(EXAMPLE_SOLUTIONS)), "task": task.read_text(), "code": solution.read_text()}
+        )
     verdicts = engine.evaluate(batch)
     assert len(verdicts) == 20
     bad = {v["candidate_id"]: v["message"] for v in verdicts if v["status"] != "correct"}
@@ -149,13 +159,18 @@ def test_every_example_solution_is_correct_with_the_static_check_on():
 
 def test_the_cache_serves_a_repeated_candidate(tmp_path):
     cache = tmp_path / "verdicts.sqlite"
-    first = tritium.Engine(device="cpu", jobs=1, cache=str(cache), static_check=False).evaluate([item("wrong_kernel.py")])
-    second = tritium.Engine(device="cpu", jobs=1, cache=str(cache), static_check=False).evaluate([item("wrong_kernel.py")])
+    first = tritium.Engine(device="cpu", jobs=1, cache=str(cache), static_check=False).evaluate(
+        [item("wrong_kernel.py")]
+    )
+    second = tritium.Engine(device="cpu", jobs=1, cache=str(cache), static_check=False).evaluate(
+        [item("wrong_kernel.py")]
+    )
     assert not first[0]["cache_hit"] and second[0]["cache_hit"]
     assert second[0]["status"] == first[0]["status"] == "incorrect"
     assert second[0]["eval_ms"] < first[0]["eval_ms"]
     (again,) = tritium.Engine(device="cpu", jobs=1, cache=str(cache), static_check=False).evaluate(
-        [{**item("wrong_kernel.py"), "rerun": True}])  # as search's side-by-side reruns ask
+        [{**item("wrong_kernel.py"), "rerun": True}]
+    )  # as search's side-by-side reruns ask
     assert not again["cache_hit"] and again["status"] == "incorrect"
 
 
@@ -172,14 +187,17 @@ def test_references_past_the_disk_budget_are_trimmed_and_recomputed(tmp_path):
     # GPU-size tasks write gigabytes of reference files each: a long batch kept them all and filled
     # the H200 machine's disk. Past the budget, idle references go, and come back when asked for.
     solutions = sorted((EXAMPLE_SOLUTIONS / "level1").glob("*.py"))[:3]
-    batch = [{"id": s.name, "task": (EXAMPLE_TASKS / "level1" / s.name).read_text(), "code": s.read_text()}
-             for s in solutions]
+    batch = [
+        {"id": s.name, "task": (EXAMPLE_TASKS / "level1" / s.name).read_text(), "code": s.read_text()}
+        for s in solutions
+    ]
     kept = tritium.Engine(device="cpu", jobs=1, static_check=False, work_dir=str(tmp_path / "kept"))
     assert [v["status"] for v in kept.evaluate(batch)] == ["correct"] * 3
     assert kept.info()["reference_bytes"] > 0
     assert len(list((tmp_path / "kept" / "refs").iterdir())) == 3
-    trimmed = tritium.Engine(device="cpu", jobs=1, static_check=False, work_dir=str(tmp_path / "trimmed"),
-                             reference_cache_gb=1e-9)
+    trimmed = tritium.Engine(
+        device="cpu", jobs=1, static_check=False, work_dir=str(tmp_path / "trimmed"), reference_cache_gb=1e-9
+    )
     assert [v["status"] for v in trimmed.evaluate(batch + batch[:1])] == ["correct"] * 4
     assert trimmed.info()["reference_bytes"] == 0
     assert not list((tmp_path / "trimmed" / "refs").iterdir())
@@ -187,11 +205,13 @@ def test_references_past_the_disk_budget_are_trimmed_and_recomputed(tmp_path):
 
 def test_unusable_items_and_broken_tasks_get_error_verdicts(runtime_engine):
     broken = FIXTURES / "broken_tasks" / "raises_in_forward.py"
-    verdicts = runtime_engine.evaluate([
-        {"id": "no code", "task": TINY_RELU.read_text()},
-        {"id": "no task", "code": "x = 1", "task_id": "nowhere"},
-        {"id": "broken task", "task": broken.read_text(), "code": (RUNTIME / "honest_relu.py").read_text()},
-    ])
+    verdicts = runtime_engine.evaluate(
+        [
+            {"id": "no code", "task": TINY_RELU.read_text()},
+            {"id": "no task", "code": "x = 1", "task_id": "nowhere"},
+            {"id": "broken task", "task": broken.read_text(), "code": (RUNTIME / "honest_relu.py").read_text()},
+        ]
+    )
     assert [v["status"] for v in verdicts] == ["error", "error", "error"]
     assert "reference failed" in verdicts[2]["message"]
 
@@ -207,13 +227,17 @@ def test_the_static_check_runs_first_when_enabled():
 def test_cli_eval_of_one_candidate():
     tritium_bin = shutil.which("tritium", path=os.path.dirname(sys.executable)) or shutil.which("tritium")
     task = EXAMPLE_TASKS / "level1" / "01_relu.py"
-    ok = subprocess.run([tritium_bin, "eval", task, EXAMPLE_SOLUTIONS / "level1" / "01_relu.py", "--json"],
-                        capture_output=True, text=True)
+    ok = subprocess.run(
+        [tritium_bin, "eval", task, EXAMPLE_SOLUTIONS / "level1" / "01_relu.py", "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert ok.returncode == 0, ok.stderr
     doc = json.loads(ok.stdout)
     assert doc["verdicts"][0]["status"] == "correct" and doc["engine"]["device"] == "cpu"
-    wrong = subprocess.run([tritium_bin, "eval", task, RUNTIME / "wrong_kernel.py", "--no-static"], capture_output=True,
-                           text=True)
+    wrong = subprocess.run(
+        [tritium_bin, "eval", task, RUNTIME / "wrong_kernel.py", "--no-static"], capture_output=True, text=True
+    )
     assert wrong.returncode == 1
     assert "incorrect" in wrong.stdout and "status" in wrong.stdout
 
@@ -224,14 +248,21 @@ def test_a_runner_without_triton_is_refused_at_creation(tmp_path):
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('triton hidden by the test')\n")
     python = tmp_path / "python-without-triton"
-    python.write_text(f"#!/bin/sh\nPYTHONPATH={shadow.parent} exec {sys.executable} \"$@\"\n")
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={shadow.parent} exec {sys.executable} "$@"\n')
     python.chmod(0o755)
     with pytest.raises(RuntimeError, match="cannot import triton"):
         tritium.Engine(device="cpu", python=str(python))
 
 
-@pytest.mark.parametrize("options, named", [({"device": "banana"}, "device 'banana'"), ({"device": "gpu"}, "device 'gpu'"),
-                                             ({"jobs": -3}, "jobs -3"), ({"trials": 4}, "trials 4")])
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        ({"device": "banana"}, "device 'banana'"),
+        ({"device": "gpu"}, "device 'gpu'"),
+        ({"jobs": -3}, "jobs -3"),
+        ({"trials": 4}, "trials 4"),
+    ],
+)
 def test_options_no_machine_can_honour_are_refused_before_any_runner_starts(options, named):
     with pytest.raises(RuntimeError, match=named):
         tritium.Engine(python="/no/such/python", **options)  # the options fail first: no runner is tried
@@ -247,7 +278,7 @@ def test_a_task_too_large_for_the_device_is_an_error_naming_what_it_needs():
     assert small["status"] == "correct", small["message"]
 
 
-WIDE_RELU = '''
+WIDE_RELU = """
 import torch
 import triton
 import triton.language as tl
@@ -266,7 +297,7 @@ class ModelNew(torch.nn.Module):
         n = x.numel()
         relu_kernel[(triton.cdiv(n, 1 << 20),)](x, out, n, BLOCK=1 << 20)
         return out
-'''
+"""
 
 
 def _tree_bytes(path) -> int:
@@ -285,13 +316,31 @@ def test_an_8m_element_task_keeps_its_tensors_off_the_disk(tmp_path):
     "Data path"): the work directory of an 8M-element task peaks at a small part of one trial's
     tensors (it was 34.5x them when every trial went through files)."""
     task = tmp_path / "relu_8m.py"
-    task.write_text(TINY_RELU.read_text().replace("batch_size = 4\n", "batch_size = 4096\n").replace("dim = 200", "dim = 2048"))
+    task.write_text(
+        TINY_RELU.read_text().replace("batch_size = 4\n", "batch_size = 4096\n").replace("dim = 200", "dim = 2048")
+    )
     candidate = tmp_path / "wide_relu.py"
     candidate.write_text(WIDE_RELU)
     work = tmp_path / "work"
-    proc = subprocess.Popen([TRITIUM, "eval", str(task), str(candidate), "--device", "cpu",
-                             "--jobs", "1", "--no-static", "--work-dir", str(work), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            TRITIUM,
+            "eval",
+            str(task),
+            str(candidate),
+            "--device",
+            "cpu",
+            "--jobs",
+            "1",
+            "--no-static",
+            "--work-dir",
+            str(work),
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     peak = 0
     while proc.poll() is None:
         peak = max(peak, _tree_bytes(work))

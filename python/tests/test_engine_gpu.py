@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS, FIXTURES, ROOT
 
 import tritium
-from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS, FIXTURES, ROOT
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -32,8 +32,14 @@ def engine():
 
 
 def test_example_solutions_are_correct_and_timed(engine):
-    batch = [{"id": str(s.relative_to(EXAMPLE_SOLUTIONS)), "task": (EXAMPLE_TASKS / s.relative_to(EXAMPLE_SOLUTIONS)).read_text(),
-              "code": s.read_text()} for s in sorted(EXAMPLE_SOLUTIONS.rglob("*.py"))]
+    batch = [
+        {
+            "id": str(s.relative_to(EXAMPLE_SOLUTIONS)),
+            "task": (EXAMPLE_TASKS / s.relative_to(EXAMPLE_SOLUTIONS)).read_text(),
+            "code": s.read_text(),
+        }
+        for s in sorted(EXAMPLE_SOLUTIONS.rglob("*.py"))
+    ]
     verdicts = engine.evaluate(batch)
     for v in verdicts:
         assert v["status"] == "correct", (v["candidate_id"], v["message"])
@@ -52,8 +58,13 @@ def test_runtime_fixtures_get_their_statuses_on_the_gpu(engine):
 def test_a_side_stream_kernel_is_not_timed_faster_than_the_honest_one(engine):
     # The honest kernel is timed before and after: interference can only slow a timing down, so the
     # faster of the two is the honest kernel's time.
-    honest, side, again = engine.evaluate([item("honest_relu.py", BIG_RELU), item("side_stream.py", BIG_RELU),
-                                           item("honest_relu.py", BIG_RELU, id="honest_relu.py#2")])
+    honest, side, again = engine.evaluate(
+        [
+            item("honest_relu.py", BIG_RELU),
+            item("side_stream.py", BIG_RELU),
+            item("honest_relu.py", BIG_RELU, id="honest_relu.py#2"),
+        ]
+    )
     assert honest["status"] == side["status"] == again["status"] == "correct"
     fastest = min(honest, again, key=lambda v: v["runtime_ms"])
     keys = ("median_ms", "timed_to", "round_trip_ms", "hidden_ms")
@@ -95,8 +106,10 @@ def test_a_timer_waits_for_another_process_on_the_gpu(lock_dir):
     assert warm["status"] == "correct", warm["message"]
     locks = sorted(lock_dir.glob("gpu-*.lock"))  # one per visible GPU
     assert len(locks) == torch.cuda.device_count() and not any("index" in lock.name for lock in locks)  # UUIDs
-    hold = ("import fcntl, sys, time; held = [open(p) for p in sys.argv[1:]]; "
-            "[fcntl.flock(f, fcntl.LOCK_SH) for f in held]; print(1, flush=True); time.sleep(20)")
+    hold = (
+        "import fcntl, sys, time; held = [open(p) for p in sys.argv[1:]]; "
+        "[fcntl.flock(f, fcntl.LOCK_SH) for f in held]; print(1, flush=True); time.sleep(20)"
+    )
     holder = subprocess.Popen([sys.executable, "-c", hold, *map(str, locks)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "1"

@@ -63,15 +63,16 @@ def _run(*procs, timeout=10.0) -> dict:
 
 
 def test_timing_waits_for_a_sharer_and_excludes_it(lock_path):
-    events = _run((_hold, lock_path, "shared", 0.5, "trial"),
-                  (_hold, lock_path, "exclusive", 0.1, "timing", 0.1))
+    events = _run((_hold, lock_path, "shared", 0.5, "trial"), (_hold, lock_path, "exclusive", 0.1, "timing", 0.1))
     assert events[("timing", "in")] >= events[("trial", "out")]
 
 
 def test_a_waiting_timer_closes_the_gate_to_new_sharers(lock_path):
-    events = _run((_hold, lock_path, "shared", 0.6, "first"),
-                  (_hold, lock_path, "exclusive", 0.3, "timing", 0.1),
-                  (_hold, lock_path, "shared", 0.1, "late", 0.3))
+    events = _run(
+        (_hold, lock_path, "shared", 0.6, "first"),
+        (_hold, lock_path, "exclusive", 0.3, "timing", 0.1),
+        (_hold, lock_path, "shared", 0.1, "late", 0.3),
+    )
     assert events[("timing", "in")] >= events[("first", "out")]
     assert events[("late", "in")] >= events[("timing", "out")], "a new sharer overtook the waiting timer"
 
@@ -79,10 +80,12 @@ def test_a_waiting_timer_closes_the_gate_to_new_sharers(lock_path):
 def test_timers_queued_together_all_time_before_any_new_sharer(lock_path):
     """One drain of the sharers serves every timer that queues before the last has timed: a sharer
     waiting since before timer b arrived (during timer a's timed calls) gets the GPU after both."""
-    events = _run((_hold, lock_path, "shared", 0.4, "first"),
-                  (_hold, lock_path, "exclusive", 0.4, "timer a", 0.1),
-                  (_hold, lock_path, "shared", 0.1, "late", 0.2),
-                  (_hold, lock_path, "exclusive", 0.2, "timer b", 0.6))
+    events = _run(
+        (_hold, lock_path, "shared", 0.4, "first"),
+        (_hold, lock_path, "exclusive", 0.4, "timer a", 0.1),
+        (_hold, lock_path, "shared", 0.1, "late", 0.2),
+        (_hold, lock_path, "exclusive", 0.2, "timer b", 0.6),
+    )
     assert events[("timer a", "in")] >= events[("first", "out")]
     assert events[("late", "in")] >= events[("timer b", "out")], f"a new sharer got in between the timers: {events}"
 
@@ -107,8 +110,7 @@ def _compile_in_between(lock_path, log, name):
 
 
 def test_a_timer_does_not_wait_for_a_sharer_that_let_go_and_excludes_it_after(lock_path):
-    events = _run((_compile_in_between, lock_path, "candidate"),
-                  (_hold, lock_path, "exclusive", 0.3, "timing", 0.3))
+    events = _run((_compile_in_between, lock_path, "candidate"), (_hold, lock_path, "exclusive", 0.3, "timing", 0.3))
     assert events[("timing", "in")] < events[("candidate", "compiled")], "the timer waited out the compile"
     assert events[("candidate", "shared again")] >= events[("timing", "out")], "the share came back mid-timing"
 
@@ -126,13 +128,18 @@ def test_the_compile_hooks_let_go_of_the_share_and_take_it_back(lock_path):
     try:
         with gpu.shared():
             _let_go_while_compiling(gpu, phases)
-            assert runtime.jit_cache_hook(key="k", repr="kernel", fn=None, compile={}, is_manual_warmup=False,
-                                          already_compiled=False) is False  # Triton then compiles
+            assert (
+                runtime.jit_cache_hook(
+                    key="k", repr="kernel", fn=None, compile={}, is_manual_warmup=False, already_compiled=False
+                )
+                is False
+            )  # Triton then compiles
             assert not gpu.sharing
             with GpuLock(lock_path, wait_s=0.5).exclusive() as exclusive:
                 assert exclusive, "a timer could not get the GPU while the candidate compiled"
-            runtime.jit_post_compile_hook(key="k", repr="kernel", fn=None, compile={}, is_manual_warmup=False,
-                                          already_compiled=False)
+            runtime.jit_post_compile_hook(
+                key="k", repr="kernel", fn=None, compile={}, is_manual_warmup=False, already_compiled=False
+            )
             assert gpu.sharing and phases["compile"] >= 0
     finally:
         runtime.jit_cache_hook, runtime.jit_post_compile_hook = saved
@@ -190,9 +197,11 @@ def test_a_timer_gives_up_waiting_in_time_for_its_own_limit(lock_path):
 def test_a_sharer_stops_waiting_at_a_gate_kept_closed_by_a_timer_waiting_on_a_hung_sharer(lock_path):
     """A timer waits out a hung neighbour's share for up to its wait_s, with the gate closed; a
     new candidate gets its share after gate_wait_s instead of stalling (or timing out) behind it."""
-    events = _run((_hold, lock_path, "shared", 3.0, "hung"),
-                  (_hold, lock_path, "exclusive", 0.1, "timer", 0.1, {"wait_s": 2.5}),
-                  (_hold, lock_path, "shared", 0.1, "late", 0.3, {"gate_wait_s": 0.4}))
+    events = _run(
+        (_hold, lock_path, "shared", 3.0, "hung"),
+        (_hold, lock_path, "exclusive", 0.1, "timer", 0.1, {"wait_s": 2.5}),
+        (_hold, lock_path, "shared", 0.1, "late", 0.3, {"gate_wait_s": 0.4}),
+    )
     assert events[("late", "in")] < events[("timer", "in")], f"the new sharer waited for the timer: {events}"
     assert events[("late", "in")] < events[("hung", "out")]
 

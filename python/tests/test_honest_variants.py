@@ -10,7 +10,6 @@ reference within the KernelBench fp32 tolerance.
 import re
 
 import pytest
-
 from conftest import EXAMPLE_TASKS, FIXTURES
 from reference_check import assert_matches_reference
 

@@ -4,9 +4,9 @@ engine could not judge it there) and is not cached, while a wrong kernel that fa
 message keeps its runtime_error (tests/fixtures/interpreter_limits/README.md)."""
 
 import pytest
+from conftest import EXAMPLE_TASKS, FIXTURES
 
 import tritium
-from conftest import EXAMPLE_TASKS, FIXTURES
 
 LIMITS = FIXTURES / "interpreter_limits"
 TASK = EXAMPLE_TASKS / "level1" / "01_relu.py"
@@ -73,4 +73,4 @@ def test_an_interpreter_limit_verdict_is_not_cached(verdicts):
 @pytest.mark.parametrize("name", HONEST)
 def test_the_honest_ones_pass_the_static_check(name):
     code = (LIMITS / name).read_text()
-    assert tritium.verify(code, task_source=TASK.read_text(), is_response=False)["status"] == "valid"
+    assert tritium.verify(code, task_source=TASK.read_text())["status"] == "valid"

@@ -20,7 +20,6 @@ import types
 
 import pytest
 import torch
-
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "python" / "benchmarks"))
@@ -110,8 +109,11 @@ def _outputs(out) -> list:
 
 def _well_conditioned(expected: list, exact: list) -> bool:
     margin = ATOL * CONDITION_MARGIN
-    return all(torch.allclose(e.double(), x.double(), atol=margin, rtol=margin)
-               for e, x in zip(expected, exact) if e.is_floating_point())
+    return all(
+        torch.allclose(e.double(), x.double(), atol=margin, rtol=margin)
+        for e, x in zip(expected, exact)
+        if e.is_floating_point()
+    )
 
 
 def _same(actual: list, expected: list) -> str | None:
@@ -120,8 +122,10 @@ def _same(actual: list, expected: list) -> str | None:
         return f"{len(actual)} outputs, expected {len(expected)}"
     for i, (a, e) in enumerate(zip(actual, expected)):
         if type(a) is not torch.Tensor or a.shape != e.shape or a.dtype != e.dtype:
-            return f"output {i}: {type(a).__name__} {getattr(a, 'shape', None)} {getattr(a, 'dtype', None)}, " \
-                   f"expected {tuple(e.shape)} {e.dtype}"
+            return (
+                f"output {i}: {type(a).__name__} {getattr(a, 'shape', None)} {getattr(a, 'dtype', None)}, "
+                f"expected {tuple(e.shape)} {e.dtype}"
+            )
         if not torch.allclose(a, e, atol=ATOL, rtol=RTOL, equal_nan=True):
             return f"output {i}: max abs error {(a.double() - e.double()).abs().max().item():.3g}"
     return None
@@ -191,8 +195,14 @@ def test_honest_solution_matches_its_reference_at_small_size(name):
                 kept = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
                 with torch.no_grad():
                     expected = _outputs(model(*inputs))
-                    exact = _outputs(model64(*[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point()
-                                               else x for x in inputs]))
+                    exact = _outputs(
+                        model64(
+                            *[
+                                x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                                for x in inputs
+                            ]
+                        )
+                    )
                     if distribution != "task" and not _well_conditioned(expected, exact):
                         continue  # float32 itself misses the tolerance here: the engine drops such inputs too
                     with _Launches() as launches:
@@ -253,8 +263,11 @@ def engine_verdicts():
 
 
 def test_the_engine_passes_every_honest_solution_at_small_size(engine_verdicts):
-    wrong = [(e["id"], v["status"], v.get("message")) for e, v in engine_verdicts
-             if e["kind"] == "honest" and v["status"] != "correct"]
+    wrong = [
+        (e["id"], v["status"], v.get("message"))
+        for e, v in engine_verdicts
+        if e["kind"] == "honest" and v["status"] != "correct"
+    ]
     assert not wrong
 
 
@@ -266,7 +279,8 @@ def test_the_engine_catches_every_cheat_at_small_size_by_its_check(engine_verdic
         rule = SUITE["cheats"][entry["id"].removeprefix("cheats/")]["rule"]
         rules = {f.get("rule") for f in verdict.get("findings") or []}
         if verdict["status"] == "correct" or verdict["status"] not in entry["expect"] or rule not in rules:
-            missed.append((entry["id"], verdict["status"], entry["expect"], rule, sorted(map(str, rules)),
-                           verdict.get("message")))
+            missed.append(
+                (entry["id"], verdict["status"], entry["expect"], rule, sorted(map(str, rules)), verdict.get("message"))
+            )
     assert not missed
     assert sum(e["kind"] == "cheat" and not e["gpu_only"] for e, _ in engine_verdicts) >= 6

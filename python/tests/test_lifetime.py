@@ -12,7 +12,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import FIXTURES
 from test_cli import TRITIUM
 
@@ -32,7 +31,7 @@ def _stat(pid: int) -> tuple[int, int, str, str] | None:
         text = open(f"/proc/{pid}/stat").read()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()
+    fields = text[text.rindex(")") + 2 :].split()
     return int(fields[1]), int(fields[3]), fields[0], fields[19]
 
 
@@ -92,8 +91,9 @@ def _assert_nothing_left(processes: dict[int, str], tmp):
 
 def _start_eval(tmp, candidate=SLOW, command=None) -> subprocess.Popen:
     command = command or ["eval", str(TASK), str(candidate)]
-    proc = subprocess.Popen([TRITIUM, *command, *ENGINE_FLAGS], env=_env(tmp),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [TRITIUM, *command, *ENGINE_FLAGS], env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     _wait_for(lambda: _candidate_running(tmp) or proc.poll() is not None, 180, "the candidate to start")
     assert proc.poll() is None, proc.communicate()
     time.sleep(0.5)  # the worker forked, its sandbox entered
@@ -114,8 +114,9 @@ def test_a_stopped_eval_ends_every_process_it_started_and_removes_its_work_direc
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stopped_search_ends_every_process_it_started_and_removes_its_work_directory(tmp_path, sig):
-    proc = _start_eval(tmp_path, command=["search", "--task", str(TASK), "--candidate", str(SLOW),
-                                          "--out", str(tmp_path / "search")])
+    proc = _start_eval(
+        tmp_path, command=["search", "--task", str(TASK), "--candidate", str(SLOW), "--out", str(tmp_path / "search")]
+    )
     processes = _descendants(proc.pid)
     assert _runners(processes)
     proc.send_signal(sig)
@@ -154,16 +155,26 @@ def test_the_next_engine_reclaims_the_directory_of_one_killed_with_its_guard(tmp
     (held / "lock").touch()
     with open(held / "lock") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        r = subprocess.run([TRITIUM, "eval", str(TASK), str(HONEST), *ENGINE_FLAGS], env=_env(tmp_path),
-                           capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [TRITIUM, "eval", str(TASK), str(HONEST), *ENGINE_FLAGS],
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert r.returncode == 0, r.stderr
         assert _work_dirs(tmp_path) == sorted([held, no_lock])
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stopped_server_ends_its_runners_and_removes_its_work_directory(tmp_path, sig):
-    proc = subprocess.Popen([TRITIUM, "serve", "--port", "0", "--tasks", str(TASK), *ENGINE_FLAGS], env=_env(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [TRITIUM, "serve", "--port", "0", "--tasks", str(TASK), *ENGINE_FLAGS],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline()
     assert re.search(r"listening on http://", line), (line, proc.stderr.read() if proc.poll() is not None else "")
     processes = _descendants(proc.pid)
@@ -185,8 +196,13 @@ engine.evaluate([{"task": pathlib.Path(sys.argv[1]).read_text(), "code": pathlib
 def test_a_python_process_killed_by_sigterm_leaves_no_runner_and_no_work_directory(tmp_path):
     # SIGTERM's default action ends the interpreter without destructors: the runners die with it
     # (their parent-death signal) and the engine's guard removes the directory.
-    proc = subprocess.Popen([sys.executable, "-c", PYTHON_ENGINE, str(TASK), str(SLOW)], env=_env(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PYTHON_ENGINE, str(TASK), str(SLOW)],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for(lambda: _candidate_running(tmp_path) or proc.poll() is not None, 180, "the candidate to start")
     assert proc.poll() is None, proc.communicate()
     time.sleep(0.5)
@@ -211,23 +227,25 @@ device = "cpu"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_stopped_train_ends_its_data_child_and_the_child_s_runners(tmp_path, sig):
+def test_a_stopped_train_ends_the_runners_of_its_in_process_engine(tmp_path, sig):
+    # The data stage calls the engine in-process (no `tritium` child): its runners and work
+    # directory must go with the trainer, whether stopped by SIGTERM or by Ctrl-C.
     config = tmp_path / "data.toml"
     config.write_text(TRAIN.format(out=tmp_path / "run"))
-    proc = subprocess.Popen([TRITIUM, "train", "--config", str(config)], env=_env(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def data_child():  # once its engine has started a runner
-        children = [pid for pid in _descendants(proc.pid) if _cmdline(pid)[1:3] == ["data", "sft"]]
-        return children and _runners(_descendants(children[0])) and children[0]
-
-    child = _wait_for(lambda: data_child() or proc.poll() is not None, 240, "`tritium data sft` to start its engine")
+    proc = subprocess.Popen(
+        [TRITIUM, "train", "--config", str(config)],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(lambda: _runners(_descendants(proc.pid)) or proc.poll() is not None, 240, "the data stage's engine")
     assert proc.poll() is None, proc.communicate()
     processes = _descendants(proc.pid)
+    assert not [pid for pid in processes if _cmdline(pid)[1:3] == ["data", "sft"]]  # no CLI child any more
     proc.send_signal(sig)
     proc.communicate(timeout=60)
     assert proc.returncode == -sig
-    assert child in processes
     _assert_nothing_left(processes, tmp_path)
 
 
@@ -239,9 +257,27 @@ def test_a_stopped_bench_ends_its_model_server_and_removes_its_work_directory(tm
     model, tokenizer = models.load("tiny", corpus=[TASK.read_text()])
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
-    proc = subprocess.Popen([TRITIUM, "bench", "--tasks", str(TASK), "--model", str(model_dir), "--samples", "16",
-                             "--max-tokens", "4000", "--out", str(tmp_path / "bench"), *ENGINE_FLAGS],
-                            env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            TRITIUM,
+            "bench",
+            "--tasks",
+            str(TASK),
+            "--model",
+            str(model_dir),
+            "--samples",
+            "16",
+            "--max-tokens",
+            "4000",
+            "--out",
+            str(tmp_path / "bench"),
+            *ENGINE_FLAGS,
+        ],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
     def model_server():
         return [pid for pid in _descendants(proc.pid) if "tritium.model_server" in _cmdline(pid)]

@@ -12,9 +12,9 @@ import sysconfig
 import warnings
 
 import pytest
-
 from conftest import ROOT
 from pyast_facts import facts as reference_facts
+
 from tritium import _core
 
 STDLIB = pathlib.Path(sysconfig.get_paths()["stdlib"])
@@ -54,7 +54,8 @@ def test_the_corpus_is_the_real_stdlib(results):
 def test_accept_reject_agrees_on_at_least_999_per_mille(results):
     disagreements = [
         f"{path}: cpython {'accepts' if tree else 'rejects'}, ours "
-        f"{'accepts' if ours['ok'] else 'rejects'} {ours.get('line', '')}:{ours.get('col', '')} {ours.get('message', '')}"
+        f"{'accepts' if ours['ok'] else 'rejects'} "
+        f"{ours.get('line', '')}:{ours.get('col', '')} {ours.get('message', '')}"
         for path, tree, ours in results
         if (tree is not None) != ours["ok"]
     ]

@@ -5,7 +5,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import ROOT
 from test_cli import run
 
@@ -66,7 +65,8 @@ def test_the_html_renders_in_headless_chromium(tmp_path, two_runs):
     dom = subprocess.run([BROWSER, *flags, "--dump-dom", page], capture_output=True, text=True, timeout=120).stdout
     assert dom.count("<svg") == 4 and dom.count("<rect") > 20 and "Level 2" in dom
     shot = tmp_path / "shot.png"
-    subprocess.run([BROWSER, *flags, f"--screenshot={shot}", "--window-size=1100,1600", page],
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [BROWSER, *flags, f"--screenshot={shot}", "--window-size=1100,1600", page], capture_output=True, timeout=120
+    )
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 30_000  # a blank page compresses to a few KB

@@ -1,9 +1,8 @@
 """The rollout generators on the CPU with the tiny model: continuous batching (transformers'
-generate_batch, the GPU's default) against static batches (generate)."""
+generate_batch) and compiled static batches against static batches (generate)."""
 
 import pytest
 import torch
-
 from conftest import EXAMPLE_TASKS
 
 import tritium
@@ -53,6 +52,20 @@ def test_compiled_static_batches_decode_what_static_batches_decode(tiny):
     static = rollouts(model, tokenizer, prompts, 1, 16, 0.0, 1.0, "generate")
     compiled = rollouts(model, tokenizer, prompts, 1, 16, 0.0, 1.0, "compiled")  # padded wider, static cache
     assert [c for _, c, _ in compiled] == [c for _, c, _ in static]
+
+
+def test_continuous_batching_options_reach_the_library_and_the_attention_comes_back(tiny):
+    model, tokenizer, prompts = tiny
+    encoded = [tokenizer(p)["input_ids"][:40] for p in prompts]
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    attention = model.config._attn_implementation
+    static = completion_ids(model, encoded, 2, 12, 0.0, 1.0, eos, pad, "generate")
+    # 32 tokens a step: the 40-token prompts prefill in chunks
+    options = {"attn_implementation": "paged|eager", "max_batch_tokens": 32}
+    assert completion_ids(model, encoded, 2, 12, 0.0, 1.0, eos, pad, "continuous", options=options) == static
+    assert model.config._attn_implementation == attention
+    with pytest.raises(ValueError, match="takes no options"):
+        completion_ids(model, encoded, 1, 4, 0.0, 1.0, eos, pad, "generate", options=options)
 
 
 def test_the_generator_is_checked(tiny):

@@ -5,8 +5,8 @@ import socket
 import struct
 
 import pytest
-
 from conftest import FIXTURES
+
 from tritium.runner import protocol
 from tritium.runner.tasks import check_task
 from tritium.runner.worker import run_in_worker
@@ -87,7 +87,10 @@ def test_sys_exit_at_import_is_a_load_failure_not_an_exit():
 
 
 def test_a_task_that_returns_no_list_of_inputs_is_named():
-    source = "import torch\nclass Model(torch.nn.Module):\n  pass\ndef get_inputs(): return 3\ndef get_init_inputs(): return []\n"
+    source = (
+        "import torch\nclass Model(torch.nn.Module):\n  pass\n"
+        "def get_inputs(): return 3\ndef get_init_inputs(): return []\n"
+    )
     result = check_task({"source": source, "filename": "t.py"})
     assert result["stage"] == "inputs" and "expected a list" in result["error"]
 
@@ -175,6 +178,7 @@ def test_fresh_timed_inputs_are_new_draws_of_the_tasks_own_inputs():
     import types
 
     import torch
+
     from tritium.runner.inputs import fresh_source, trial_values
 
     task = types.SimpleNamespace(get_inputs=lambda: [torch.randn(64, 33), torch.randint(0, 9, (5,)), 3])

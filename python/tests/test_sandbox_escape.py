@@ -15,9 +15,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, ROOT
 
 import tritium
-from conftest import FIXTURES, ROOT
 
 ESCAPES = FIXTURES / "escape"
 TASK = FIXTURES / "runtime" / "tasks" / "tiny_relu.py"
@@ -82,9 +82,23 @@ def evaluate_as_user(items: list[dict]) -> list[dict]:
         scratch.chmod(0o777)
         (scratch / "items.json").write_text(json.dumps(items))
         env = {**os.environ, "HOME": str(scratch), "TMPDIR": str(scratch)}
-        done = subprocess.run([sys.executable, str(Path(__file__).with_name("as_user.py")), str(ORDINARY_UID), "--",
-                               sys.executable, "-c", EVALUATE, str(scratch / "items.json"), str(scratch / "out.json")],
-                              env=env, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(Path(__file__).with_name("as_user.py")),
+                str(ORDINARY_UID),
+                "--",
+                sys.executable,
+                "-c",
+                EVALUATE,
+                str(scratch / "items.json"),
+                str(scratch / "out.json"),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         return json.loads((scratch / "out.json").read_text())
     finally:
@@ -158,8 +172,12 @@ def test_an_engine_that_cannot_isolate_refuses_to_start_unless_told(tmp_path):
     # and the switch to a slot's uid fails, as it would in a container that maps only root.
     honest = {"task": TASK.read_text(), "code": (FIXTURES / "runtime" / "honest_relu.py").read_text()}
     (tmp_path / "item.json").write_text(json.dumps(honest))
-    done = subprocess.run(["unshare", "--user", "--map-root-user", sys.executable, "-c", UNISOLATED,
-                           str(tmp_path / "item.json")], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        ["unshare", "--user", "--map-root-user", sys.executable, "-c", UNISOLATED, str(tmp_path / "item.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["refused"] and "--unsafe-sandbox" in result["refused"] and "\n" not in result["refused"]

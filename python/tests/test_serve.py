@@ -12,7 +12,6 @@ import threading
 import time
 
 import pytest
-
 from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS
 from test_cli import TRITIUM
 
@@ -28,7 +27,11 @@ class Server:
         env = dict(os.environ, TRITIUM_PYTHON=sys.executable)
         self.proc = subprocess.Popen(
             [TRITIUM, "serve", "--port", "0", "--tasks", str(EXAMPLE_TASKS), "--device", "cpu", "--jobs", "2", *flags],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         line = self.proc.stdout.readline()
         match = re.search(r"listening on http://[\d.]+:(\d+)", line)
         if not match:
@@ -36,8 +39,15 @@ class Server:
             pytest.fail(f"serve did not start: {line!r} {self.proc.stderr.read()}")
         self.port = int(match.group(1))
 
-    def request(self, method: str, path: str, body=None, token: str | None = TOKEN, raw: bytes | None = None,
-                timeout: float = 300):
+    def request(
+        self,
+        method: str,
+        path: str,
+        body=None,
+        token: str | None = TOKEN,
+        raw: bytes | None = None,
+        timeout: float = 300,
+    ):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         headers = {"Content-Type": "application/json"}
         if token:
@@ -82,8 +92,13 @@ def unique(code: str) -> str:
 
 def test_with_json_serve_says_where_it_listens_as_one_json_line():
     env = dict(os.environ, TRITIUM_PYTHON=sys.executable)
-    proc = subprocess.Popen([TRITIUM, "serve", "--port", "0", "--device", "cpu", "--jobs", "1", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [TRITIUM, "serve", "--port", "0", "--device", "cpu", "--jobs", "1", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         document = json.loads(proc.stdout.readline())
         host, port = re.fullmatch(r"http://([\d.]+):(\d+)", document["listening"]).groups()
@@ -149,8 +164,16 @@ WRONG_TYPES = [
     ("/v1/reward", {"items": [{"code": "x"}, {"response": "y", "level": "1"}]}, "items[1].level: expected an integer"),
     ("/v1/reward", {"items": [{"code": "x", "rerun": 1}]}, "items[0].rerun: expected true or false"),
     ("/v1/reward", {"items": [{"code": "x", "group": {"a": 1}}]}, "items[0].group: expected a string or a number"),
-    ("/v1/reward", {"items": [{"code": "x", "token_offsets": "0-7"}]}, "items[0].token_offsets: expected [[begin, end]"),
-    ("/v1/reward", {"items": [{"code": "x", "token_offsets": [[5, 2]]}]}, "items[0].token_offsets[0]: expected [begin, end]"),
+    (
+        "/v1/reward",
+        {"items": [{"code": "x", "token_offsets": "0-7"}]},
+        "items[0].token_offsets: expected [[begin, end]",
+    ),
+    (
+        "/v1/reward",
+        {"items": [{"code": "x", "token_offsets": [[5, 2]]}]},
+        "items[0].token_offsets[0]: expected [begin, end]",
+    ),
     ("/v1/reward", {"items": [], "config": ["correct"]}, "config: expected an object of reward settings"),
     ("/get_reward", [], "the body: expected a JSON object"),
     ("/get_reward", {"query": "a prompt"}, "query: expected an array of strings, got a string"),
@@ -182,8 +205,14 @@ def test_an_unknown_task_id_is_an_error_verdict_at_every_route(server):
     # even when its prompt carries a task.
     task = (EXAMPLE_TASKS / "level1" / "01_relu.py").read_text()
     prompt = f"Rewrite:\n```python\n{task}```\n"
-    status, _, doc = server.post("/get_reward", {"query": [prompt + "```python\n" + RELU + "```"] * 2,
-                                                 "prompts": [prompt] * 2, "labels": ["level1/no_such_task", ""]})
+    status, _, doc = server.post(
+        "/get_reward",
+        {
+            "query": [prompt + "```python\n" + RELU + "```"] * 2,
+            "prompts": [prompt] * 2,
+            "labels": ["level1/no_such_task", ""],
+        },
+    )
     assert status == 200 and doc["rewards"] == pytest.approx([0.0, 1.1])
 
 
@@ -195,8 +224,9 @@ def test_oversized_bodies_and_batches_are_refused(server):
 
 
 def test_verify_answers_each_item_in_order(server):
-    status, _, doc = server.post("/v1/verify", {"items": [
-        {"code": RELU, "task_id": "level1/01_relu"}, {"code": NO_KERNEL}, {"nothing": 1}]})
+    status, _, doc = server.post(
+        "/v1/verify", {"items": [{"code": RELU, "task_id": "level1/01_relu"}, {"code": NO_KERNEL}, {"nothing": 1}]}
+    )
     assert status == 200
     statuses = [v["status"] for v in doc["verdicts"]]
     assert statuses == ["valid", "invalid_syntax", "error"]
@@ -204,8 +234,12 @@ def test_verify_answers_each_item_in_order(server):
 
 def test_deeply_nested_code_is_a_syntax_verdict_and_the_server_stays_up(server):
     # 200 KB each: the forms that overflowed the parser's stack and killed the server (issue 23).
-    nested = ["x = " + "(" * 100_000 + "1" + ")" * 100_000, "x = " + "~" * 200_000 + "1",
-              "x = " + "not " * 50_000 + "y", "x = " + "2 ** " * 50_000 + "2"]
+    nested = [
+        "x = " + "(" * 100_000 + "1" + ")" * 100_000,
+        "x = " + "~" * 200_000 + "1",
+        "x = " + "not " * 50_000 + "y",
+        "x = " + "2 ** " * 50_000 + "2",
+    ]
     for code in nested:  # one a request: the server takes bodies up to 0.5 MB here
         status, _, doc = server.post("/v1/verify", {"items": [{"code": code}]})
         assert status == 200
@@ -216,8 +250,10 @@ def test_deeply_nested_code_is_a_syntax_verdict_and_the_server_stays_up(server):
 
 
 def test_evaluate_keeps_bad_items_as_error_verdicts(server):
-    status, _, doc = server.post("/v1/evaluate", {"items": [
-        {"code": RELU, "task_id": "level1/01_relu"}, {"code": RELU, "task_id": "no/such_task"}]})
+    status, _, doc = server.post(
+        "/v1/evaluate",
+        {"items": [{"code": RELU, "task_id": "level1/01_relu"}, {"code": RELU, "task_id": "no/such_task"}]},
+    )
     assert status == 200
     first, second = doc["verdicts"]
     assert first["status"] == "correct" and first["level"] == 1
@@ -228,9 +264,12 @@ def test_reward_gives_components_group_advantages_and_token_advantages(server):
     response = "<think>one pass, one program per block</think>\n```python\n" + RELU + "```\n"
     plan_end = response.index("</think>")
     offsets = [[0, 7], [7, plan_end], [plan_end, len(response)]]
-    body = {"items": [
-        {"response": response, "task_id": "level1/01_relu", "group": "p", "token_offsets": offsets},
-        {"code": NO_KERNEL, "task_id": "level1/01_relu", "group": "p"}]}
+    body = {
+        "items": [
+            {"response": response, "task_id": "level1/01_relu", "group": "p", "token_offsets": offsets},
+            {"code": NO_KERNEL, "task_id": "level1/01_relu", "group": "p"},
+        ]
+    }
     status, _, doc = server.post("/v1/reward", body)
     assert status == 200
     good, bad = doc["rewards"]
@@ -250,8 +289,11 @@ def test_reward_gives_components_group_advantages_and_token_advantages(server):
 
 def test_openrlhf_get_reward_answers_in_openrlhf_format(server):
     prompt = "Write ModelNew for this task.\n"
-    body = {"query": [prompt + "```python\n" + RELU + "```", prompt + "no code here"],
-            "prompts": [prompt, prompt], "labels": ["level1/01_relu", "level1/01_relu"]}
+    body = {
+        "query": [prompt + "```python\n" + RELU + "```", prompt + "no code here"],
+        "prompts": [prompt, prompt],
+        "labels": ["level1/01_relu", "level1/01_relu"],
+    }
     status, _, doc = server.post("/get_reward", body)
     assert status == 200
     assert doc["rewards"] == pytest.approx([1.1, 0.0]) and doc["scores"] == doc["rewards"]
@@ -276,8 +318,11 @@ def test_metrics_are_prometheus_text(server):
 def slow_evaluation(s: Server) -> tuple[threading.Thread, dict]:
     """A fresh candidate evaluating in the background (seconds on the CPU), once it is admitted."""
     result = {}
-    slow = threading.Thread(target=lambda: result.update(
-        answer=s.post("/v1/evaluate", {"items": [{"code": unique(RELU), "task_id": "level1/01_relu"}]}, token=None)))
+    slow = threading.Thread(
+        target=lambda: result.update(
+            answer=s.post("/v1/evaluate", {"items": [{"code": unique(RELU), "task_id": "level1/01_relu"}]}, token=None)
+        )
+    )
     slow.start()
     s.wait_pending(1)
     return slow, result
@@ -287,7 +332,9 @@ def test_overload_is_refused_with_429_and_retry_after():
     s = Server("--max-pending", "1")
     try:
         slow, result = slow_evaluation(s)
-        status, headers, doc = s.post("/v1/evaluate", {"items": [{"code": RELU, "task_id": "level1/01_relu"}]}, token=None)
+        status, headers, doc = s.post(
+            "/v1/evaluate", {"items": [{"code": RELU, "task_id": "level1/01_relu"}]}, token=None
+        )
         assert status == 429 and headers["Retry-After"] == "1" and "overloaded" in doc["error"]
         status, _, doc = s.post("/v1/reward", {"items": [{"code": RELU}] * 2}, token=None)
         assert status == 413 and "--max-pending" in doc["error"]  # can never fit
@@ -301,7 +348,9 @@ def test_overload_is_refused_with_429_and_retry_after():
 def test_a_request_past_its_timeout_gets_504():
     s = Server("--request-timeout", "0.3")
     try:
-        status, _, doc = s.post("/v1/evaluate", {"items": [{"code": unique(RELU), "task_id": "level1/01_relu"}]}, token=None)
+        status, _, doc = s.post(
+            "/v1/evaluate", {"items": [{"code": unique(RELU), "task_id": "level1/01_relu"}]}, token=None
+        )
         assert status == 504 and "0.3" in doc["error"]
     finally:
         s.stop()

@@ -10,8 +10,6 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from conftest import EXAMPLE_TASKS
 from test_cli import TRITIUM
 from test_serve import RELU, Server
@@ -57,7 +55,7 @@ class Raw:
                     return True
         except (ConnectionResetError, BrokenPipeError):
             return True
-        except socket.timeout:
+        except TimeoutError:
             return False
         return False
 
@@ -160,8 +158,11 @@ def test_pipelined_requests_are_answered_in_order_on_one_connection():
     s = Server()
     try:
         c = Raw(s.port)
-        c.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + post_bytes("/v1/verify", VERIFY) +
-               b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        c.send(
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+            + post_bytes("/v1/verify", VERIFY)
+            + b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
         first, second, third = c.answer(), c.answer(), c.answer()
         assert first[0] == second[0] == third[0] == 200
         assert "verdicts" in json.loads(second[2]) and "engine" in json.loads(third[2])
@@ -181,7 +182,9 @@ def test_a_chunked_body_and_expect_100_continue_are_read_whole():
         c.send(chunks[10:])
         status, _, body = c.answer()
         assert status == 200 and json.loads(body)["verdicts"][0]["status"] == "valid"
-        c.send(b"POST /v1/verify HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(VERIFY))
+        c.send(
+            b"POST /v1/verify HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(VERIFY)
+        )
         assert c.answer()[0] == 100  # before the body was sent
         c.send(VERIFY)
         status, _, body = c.answer()  # and only one 100 Continue
@@ -205,8 +208,13 @@ def test_a_second_server_on_a_busy_port_exits_3_with_one_clear_line():
     s = Server()
     try:
         env = dict(os.environ, TRITIUM_PYTHON=sys.executable)
-        second = subprocess.run([TRITIUM, "serve", "--port", str(s.port), "--tasks", str(EXAMPLE_TASKS), "--device", "cpu"],
-                                capture_output=True, text=True, env=env, timeout=60)
+        second = subprocess.run(
+            [TRITIUM, "serve", "--port", str(s.port), "--tasks", str(EXAMPLE_TASKS), "--device", "cpu"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         assert second.returncode == 3
         lines = second.stderr.strip().splitlines()
         assert len(lines) == 1 and "in use" in lines[0] and str(s.port) in lines[0]

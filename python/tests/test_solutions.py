@@ -5,7 +5,6 @@ there), in eval and train mode on several seeded inputs: see reference_check.py.
 """
 
 import pytest
-
 from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS
 from reference_check import assert_matches_reference
 
@@ -14,7 +13,9 @@ TRIALS = 3
 
 
 def test_every_task_has_a_solution_and_there_are_enough():
-    solutions = sorted(p.relative_to(EXAMPLE_SOLUTIONS).with_suffix("").as_posix() for p in EXAMPLE_SOLUTIONS.rglob("*.py"))
+    solutions = sorted(
+        p.relative_to(EXAMPLE_SOLUTIONS).with_suffix("").as_posix() for p in EXAMPLE_SOLUTIONS.rglob("*.py")
+    )
     assert solutions == TASK_IDS
     assert len(TASK_IDS) >= 16
 

@@ -12,8 +12,13 @@ CPU_MAX_EST_MS = 20.0  # the cpu size profile's estimated-time ceiling (cpp/src/
 
 
 def run(*args, check=True, timeout=900):
-    out = subprocess.run([TRITIUM, *args], capture_output=True, text=True, timeout=timeout,
-                         env={**os.environ, "TRITIUM_PYTHON": sys.executable})
+    out = subprocess.run(
+        [TRITIUM, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "TRITIUM_PYTHON": sys.executable},
+    )
     if check:
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return out
@@ -21,8 +26,21 @@ def run(*args, check=True, timeout=900):
 
 def test_a_thousand_cpu_tasks_of_difficulty_1_to_8_all_run(tmp_path):
     suite = tmp_path / "synth.jsonl"
-    out = run("synth", "--count", "1000", "--difficulty", "1-8", "--seed", "11", "--size", "cpu",
-              "--out", str(suite), "--validate", "--json")
+    out = run(
+        "synth",
+        "--count",
+        "1000",
+        "--difficulty",
+        "1-8",
+        "--seed",
+        "11",
+        "--size",
+        "cpu",
+        "--out",
+        str(suite),
+        "--validate",
+        "--json",
+    )
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["validated"] == 1000 and report["failed"] == 0
     lines = [json.loads(line) for line in suite.read_text().splitlines()]
@@ -74,9 +92,22 @@ def test_the_binding_gives_what_the_cli_gives(tmp_path):
 
 def test_reference_solutions_are_correct_under_the_engine(tmp_path):
     suite = tmp_path / "sol.jsonl"
-    out = run("synth", "--count", "16", "--difficulty", "1-3", "--seed", "21", "--with-solutions",
-              "--ops", "unary,binary,scalar,select,reduction,softmax,linalg,shape", "--out", str(suite),
-              "--validate", "--json")
+    out = run(
+        "synth",
+        "--count",
+        "16",
+        "--difficulty",
+        "1-3",
+        "--seed",
+        "21",
+        "--with-solutions",
+        "--ops",
+        "unary,binary,scalar,select,reduction,softmax,linalg,shape",
+        "--out",
+        str(suite),
+        "--validate",
+        "--json",
+    )
     (report,) = [json.loads(line) for line in out.stdout.strip().splitlines()]  # one document
     assert report["validated"] == 16 and report["failed"] == 0
     assert report["solutions"] == {"count": 16, "correct": 16, "of_tasks": 16, "failures": []}
@@ -86,8 +117,22 @@ def test_reference_solutions_are_correct_under_the_engine(tmp_path):
 
 def test_solutions_with_fused_matmul_epilogues_are_correct_under_the_engine(tmp_path):
     suite = tmp_path / "mm.jsonl"
-    out = run("synth", "--count", "6", "--difficulty", "2-3", "--seed", "5", "--with-solutions",
-              "--ops", "linalg,binary,scalar", "--out", str(suite), "--validate", "--json")
+    out = run(
+        "synth",
+        "--count",
+        "6",
+        "--difficulty",
+        "2-3",
+        "--seed",
+        "5",
+        "--with-solutions",
+        "--ops",
+        "linalg,binary,scalar",
+        "--out",
+        str(suite),
+        "--validate",
+        "--json",
+    )
     (report,) = [json.loads(line) for line in out.stdout.strip().splitlines()]
     assert report["solutions"] == {"count": 6, "correct": 6, "of_tasks": 6, "failures": []}
     plans = [json.loads(line)["meta"]["plan"] for line in suite.read_text().splitlines()]
@@ -97,8 +142,25 @@ def test_solutions_with_fused_matmul_epilogues_are_correct_under_the_engine(tmp_
 
 def test_a_solution_that_fails_is_listed_with_its_reason(tmp_path):
     # Too short a limit for the interpreter: each solution times out, and the report says which.
-    out = run("synth", "--count", "2", "--difficulty", "1", "--seed", "21", "--with-solutions", "--ops", "unary",
-              "--out", str(tmp_path / "s.jsonl"), "--validate", "--json", "--timeout", "0.05", check=False)
+    out = run(
+        "synth",
+        "--count",
+        "2",
+        "--difficulty",
+        "1",
+        "--seed",
+        "21",
+        "--with-solutions",
+        "--ops",
+        "unary",
+        "--out",
+        str(tmp_path / "s.jsonl"),
+        "--validate",
+        "--json",
+        "--timeout",
+        "0.05",
+        check=False,
+    )
     assert out.returncode == 1
     (report,) = [json.loads(line) for line in out.stdout.strip().splitlines()]
     solutions = report["solutions"]
@@ -109,8 +171,20 @@ def test_a_solution_that_fails_is_listed_with_its_reason(tmp_path):
 
 
 def test_without_out_stdout_holds_only_the_tasks_and_reports_go_to_stderr():
-    out = run("synth", "--count", "3", "--difficulty", "1", "--seed", "4", "--with-solutions", "--ops", "unary",
-              "--validate", "--json")
+    out = run(
+        "synth",
+        "--count",
+        "3",
+        "--difficulty",
+        "1",
+        "--seed",
+        "4",
+        "--with-solutions",
+        "--ops",
+        "unary",
+        "--validate",
+        "--json",
+    )
     lines = [json.loads(line) for line in out.stdout.strip().splitlines()]
     assert len(lines) == 3 and all("source" in line and "id" in line for line in lines)
     (report,) = [json.loads(line) for line in out.stderr.splitlines() if line.startswith("{")]

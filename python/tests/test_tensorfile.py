@@ -5,6 +5,7 @@ import struct
 
 import pytest
 import torch
+
 from tritium.runner.tensorfile import DTYPES, MAGIC, TensorFileError, read_tensors, write_tensors
 
 

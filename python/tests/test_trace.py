@@ -4,9 +4,9 @@ import json
 
 import pytest
 import torch
-
 from conftest import EXAMPLE_TASKS, FIXTURES
 from test_cli import run
+
 from tritium.runner.tasks import load_module
 from tritium.runner.trace import trace_source, trace_task
 
@@ -75,14 +75,29 @@ def test_parameters_keep_the_models_creation_order():
     dag = trace_source(path.read_text(), str(path))
     # Model.parameters(): shift (Model's own come first), norm's two, linear's two
     assert dag["param_tensors"] == [{"shape": [48], "init": 0}]
-    assert [(n["op"], n.get("init")) for n in dag["nodes"]] == [("linear", 3), ("add", None), ("layer_norm", 1),
-                                                                 ("tanh", None)]
+    assert [(n["op"], n.get("init")) for n in dag["nodes"]] == [
+        ("linear", 3),
+        ("add", None),
+        ("layer_norm", 1),
+        ("tanh", None),
+    ]
     assert dag == json.loads((FIXTURES / "traces" / "init_order.json").read_text())  # the C++ tests' fixture
 
 
 def test_kernels_of_a_task_with_modules_out_of_order_are_correct(tmp_path):
-    r = run("search", "--task", FIXTURES / "traces" / "init_order.py", "--generator", "emitter", "--out", tmp_path,
-            "--device", "cpu", "--json", timeout=900)
+    r = run(
+        "search",
+        "--task",
+        FIXTURES / "traces" / "init_order.py",
+        "--generator",
+        "emitter",
+        "--out",
+        tmp_path,
+        "--device",
+        "cpu",
+        "--json",
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr
     statuses = [t["status"] for t in json.loads(r.stdout)["tried"] if t["stage"] == "fragments"]
     assert len(statuses) >= 2 and set(statuses) == {"correct"}
@@ -95,8 +110,19 @@ def test_a_task_that_does_not_load_is_a_failure_not_a_dag():
 
 def test_fragment_search_on_an_example_task(tmp_path):
     out = tmp_path / "search"
-    r = run("search", "--task", LEVEL2 / "01_linear_gelu.py", "--generator", "emitter", "--out", out, "--device",
-            "cpu", "--json", timeout=900)
+    r = run(
+        "search",
+        "--task",
+        LEVEL2 / "01_linear_gelu.py",
+        "--generator",
+        "emitter",
+        "--out",
+        out,
+        "--device",
+        "cpu",
+        "--json",
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     fragments = [t for t in result["tried"] if t["stage"] == "fragments"]
@@ -113,8 +139,20 @@ def test_fragment_search_on_an_example_task(tmp_path):
 
 def test_synthesized_tasks_trace_to_their_own_operators(tmp_path):
     suite = tmp_path / "synth.jsonl"
-    r = run("synth", "--count", 80, "--difficulty", "1-5", "--seed", 4, "--with-solutions", "--ops",
-            "unary,binary,scalar,select,reduction,softmax,norm,linalg,shape", "--out", suite)
+    r = run(
+        "synth",
+        "--count",
+        80,
+        "--difficulty",
+        "1-5",
+        "--seed",
+        4,
+        "--with-solutions",
+        "--ops",
+        "unary,binary,scalar,select,reduction,softmax,norm,linalg,shape",
+        "--out",
+        suite,
+    )
     assert r.returncode == 0, r.stderr
     traced, untraceable, solvable = 0, [], 0
     for row in map(json.loads, suite.read_text().splitlines()):

@@ -67,9 +67,12 @@ def test_every_stage_runs_and_the_report_compares_the_models(tmp_path):
     again.mkdir()
     for name in ("heldout.jsonl", "train_tasks.jsonl", "sft.jsonl"):
         (again / name).write_text((out / name).read_text())
-    config.write_text(MINI.format(out=again).replace('stages = ["data", "sft", "rl", "eval"]', 'stages = ["sft", "eval"]')
-                      .replace("steps = 8\n", f'steps = 1\nmodel = "{out / "sft" / "checkpoint-8"}"\n')
-                      .replace("[eval]\n", "[eval]\nbase = true\n"))
+    config.write_text(
+        MINI.format(out=again)
+        .replace('stages = ["data", "sft", "rl", "eval"]', 'stages = ["sft", "eval"]')
+        .replace("steps = 8\n", f'steps = 1\nmodel = "{out / "sft" / "checkpoint-8"}"\n')
+        .replace("[eval]\n", "[eval]\nbase = true\n")
+    )
     # With --json: the logs on stderr, one document of what the run made on stdout.
     r = run("train", "--config", str(config), "--json", timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -93,10 +96,12 @@ def test_a_bad_config_is_a_usage_error(tmp_path):
 def test_typos_wrong_types_and_broken_toml_are_refused_before_any_work(tmp_path):
     """Each names the file, the table and the key, and nothing is made (no run directory)."""
     out = tmp_path / "run"
-    cases = {"typo.toml": ('[sft]\nstpes = 3\n', "[sft] stpes key: unknown; did you mean steps?"),
-             "table.toml": ('[stf]\nsteps = 3\n', "[stf] table: unknown; did you mean [sft]?"),
-             "type.toml": ('[rl]\ngroup_size = "4"\n', "[rl] group_size: expected int, got '4'"),
-             "broken.toml": ('[sft\nsteps = 3\n', "not valid TOML")}
+    cases = {
+        "typo.toml": ("[sft]\nstpes = 3\n", "[sft] stpes key: unknown; did you mean steps?"),
+        "table.toml": ("[stf]\nsteps = 3\n", "[stf] table: unknown; did you mean [sft]?"),
+        "type.toml": ('[rl]\ngroup_size = "4"\n', "[rl] group_size: expected int, got '4'"),
+        "broken.toml": ("[sft\nsteps = 3\n", "not valid TOML"),
+    }
     for name, (body, message) in cases.items():
         config = tmp_path / name
         config.write_text(f'out = "{out}"\n' + body)

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS
 
 import tritium
@@ -15,16 +14,37 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path):
     task = (EXAMPLE_TASKS / "level1" / "01_relu.py").read_text()
     solution = (EXAMPLE_SOLUTIONS / "level1" / "01_relu.py").read_text()
     sft = tmp_path / "sft.jsonl"
-    sft.write_text(json.dumps({"prompt": tritium.kernel_prompt(task),
-                               "response": tritium.format_response("One program per block.", solution)}) + "\n")
-    train_sft(SFTConfig(data=str(sft), out=str(tmp_path / "sft"), steps=10, batch_size=1, lr=3e-3, max_len=1024,
-                        log_every=0), log=lambda _: None)
+    sft.write_text(
+        json.dumps(
+            {
+                "prompt": tritium.kernel_prompt(task),
+                "response": tritium.format_response("One program per block.", solution),
+            }
+        )
+        + "\n"
+    )
+    train_sft(
+        SFTConfig(data=str(sft), out=str(tmp_path / "sft"), steps=10, batch_size=1, lr=3e-3, max_len=1024, log_every=0),
+        log=lambda _: None,
+    )
     suite = tmp_path / "tasks.jsonl"
     suite.write_text(json.dumps({"id": "level1/01_relu", "source": task}) + "\n")
     logs = []
-    result = train_rl(RLConfig(tasks=str(suite), model=str(tmp_path / "sft" / "checkpoint-10"), out=str(tmp_path / "rl"),
-                               steps=2, prompts_per_step=1, group_size=2, max_new_tokens=16, lr=1e-4,
-                               kl_coef=0.05, engine_device="cpu"), log=logs.append)
+    result = train_rl(
+        RLConfig(
+            tasks=str(suite),
+            model=str(tmp_path / "sft" / "checkpoint-10"),
+            out=str(tmp_path / "rl"),
+            steps=2,
+            prompts_per_step=1,
+            group_size=2,
+            max_new_tokens=16,
+            lr=1e-4,
+            kl_coef=0.05,
+            engine_device="cpu",
+        ),
+        log=logs.append,
+    )
     assert len(result["history"]) == 2 and len(logs) == 2
     for record in result["history"]:
         assert sum(record["statuses"].values()) == 2  # every sample got a verdict
@@ -42,8 +62,14 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path):
     board = EventAccumulator(str(tmp_path / "rl" / "tensorboard"))
     board.Reload()
     tags = set(board.Tags()["scalars"])
-    assert {"rl/loss", "rl/reward_mean", "rl/kl", "rl/entropy_estimate", "rl/completion_tokens_mean",
-            "rl/reward_components/code"} <= tags, tags
+    assert {
+        "rl/loss",
+        "rl/reward_mean",
+        "rl/kl",
+        "rl/entropy_estimate",
+        "rl/completion_tokens_mean",
+        "rl/reward_components/code",
+    } <= tags, tags
     assert any(t.startswith("rl/status_share/") for t in tags)
     assert [e.step for e in board.Scalars("rl/loss")] == [1, 2]
     assert abs(board.Scalars("rl/loss")[0].value - record["loss"]) < 1e-5
@@ -57,9 +83,17 @@ def test_a_checkpoint_cut_off_mid_save_is_never_the_latest(tmp_path, monkeypatch
     from tritium.train.rl import save_checkpoint
     from tritium.train.sft import latest_checkpoint
 
-    model, tokenizer = models.load("tiny", corpus=[(EXAMPLE_TASKS / "level1" / "01_relu.py").read_text()],
-                                   tiny={"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-                                         "num_key_value_heads": 2, "intermediate_size": 64})
+    model, tokenizer = models.load(
+        "tiny",
+        corpus=[(EXAMPLE_TASKS / "level1" / "01_relu.py").read_text()],
+        tiny={
+            "hidden_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+            "intermediate_size": 64,
+        },
+    )
     save_checkpoint(model, tokenizer, tmp_path / "checkpoint-1")
 
     def killed(*args, **kwargs):  # the weights are written, the tokenizer never is
@@ -77,20 +111,36 @@ def test_a_checkpoint_cut_off_mid_save_is_never_the_latest(tmp_path, monkeypatch
 def test_the_curriculum_opens_the_next_level_from_held_out_pass_at_1(tmp_path):
     from tritium.train import models
 
-    sources = {lv: (EXAMPLE_TASKS / f"level{lv}" / name).read_text()
-               for lv, name in ((1, "01_relu.py"), (2, "06_rmsnorm.py"))}
+    sources = {
+        lv: (EXAMPLE_TASKS / f"level{lv}" / name).read_text() for lv, name in ((1, "01_relu.py"), (2, "06_rmsnorm.py"))
+    }
     model, tokenizer = models.load("tiny", corpus=list(sources.values()))
     model.save_pretrained(tmp_path / "tiny")
     tokenizer.save_pretrained(tmp_path / "tiny")
     suite, heldout = tmp_path / "tasks.jsonl", tmp_path / "heldout.jsonl"
-    suite.write_text("".join(json.dumps({"id": f"t{lv}", "source": s, "level": lv}) + "\n" for lv, s in sources.items()))
+    suite.write_text(
+        "".join(json.dumps({"id": f"t{lv}", "source": s, "level": lv}) + "\n" for lv, s in sources.items())
+    )
     heldout.write_text(json.dumps({"id": "h1", "source": sources[1], "level": 1}) + "\n")
     logs = []
     # promote_at 0: any held-out pass@1 (the untrained model's is 0) opens level 2 at the first check.
-    result = train_rl(RLConfig(tasks=str(suite), model=str(tmp_path / "tiny"), out=str(tmp_path / "rl"), steps=2,
-                               prompts_per_step=2, group_size=2, max_new_tokens=8, engine_device="cpu",
-                               curriculum=True, curriculum_every=1, promote_at=0.0, heldout=str(heldout)),
-                      log=logs.append)
+    result = train_rl(
+        RLConfig(
+            tasks=str(suite),
+            model=str(tmp_path / "tiny"),
+            out=str(tmp_path / "rl"),
+            steps=2,
+            prompts_per_step=2,
+            group_size=2,
+            max_new_tokens=8,
+            engine_device="cpu",
+            curriculum=True,
+            curriculum_every=1,
+            promote_at=0.0,
+            heldout=str(heldout),
+        ),
+        log=logs.append,
+    )
     first, second = result["history"]
     assert first["levels"] == {1: 2} and first["open_levels"] == [1]
     assert first["curriculum"] == {"level": 1, "pass_at_1": 0.0, "samples": 1, "opened": True}
@@ -129,7 +179,9 @@ def test_prompts_rolled_out_in_one_batch_give_each_group_its_own_rollouts_and_ve
     # Greedy decoding: a batch of both prompts must give each group what it gets alone, with the
     # prompt's own tokens and the verdicts of its own samples.
     together = _rollout_batch(cfg, model, tokenizer, client, tasks, 0, 1, None, cpu, Counter())
-    alone = [_rollout_batch(cfg, model, tokenizer, client, [t], g, 1, None, cpu, Counter()) for g, t in enumerate(tasks)]
+    alone = [
+        _rollout_batch(cfg, model, tokenizer, client, [t], g, 1, None, cpu, Counter()) for g, t in enumerate(tasks)
+    ]
     assert len(together[0]) == 2 and torch.equal(together[0][0]["ids"][0], together[0][0]["ids"][1])
     assert not torch.equal(together[0][0]["ids"][0], together[0][1]["ids"][0])  # the prompts differ
     for g, (groups, stats) in enumerate(alone):

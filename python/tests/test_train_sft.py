@@ -4,7 +4,6 @@ import json
 
 import pytest
 import torch
-
 from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS
 
 import tritium
@@ -16,8 +15,12 @@ def examples(n: int) -> list[dict]:
     rows = []
     for solution in sorted(EXAMPLE_SOLUTIONS.rglob("*.py"))[:n]:
         task = (EXAMPLE_TASKS / solution.relative_to(EXAMPLE_SOLUTIONS)).read_text()
-        rows.append({"prompt": tritium.kernel_prompt(task),
-                     "response": tritium.format_response("One program per block.", solution.read_text())})
+        rows.append(
+            {
+                "prompt": tritium.kernel_prompt(task),
+                "response": tritium.format_response("One program per block.", solution.read_text()),
+            }
+        )
     return rows
 
 
@@ -52,8 +55,19 @@ def test_the_chat_template_is_used_when_the_tokenizer_has_one():
 
 def test_tiny_sft_learns_and_reports_held_out_loss(tmp_path, sft_file):
     logs = []
-    result = train_sft(SFTConfig(data=str(sft_file), eval_data=str(sft_file), out=str(tmp_path / "run"), steps=40,
-                                 batch_size=2, lr=3e-3, max_len=1024, log_every=5), log=logs.append)
+    result = train_sft(
+        SFTConfig(
+            data=str(sft_file),
+            eval_data=str(sft_file),
+            out=str(tmp_path / "run"),
+            steps=40,
+            batch_size=2,
+            lr=3e-3,
+            max_len=1024,
+            log_every=5,
+        ),
+        log=logs.append,
+    )
     first = float(logs[0].split("loss ")[1].split()[0])
     assert result["steps"] == 40 and result["loss"] < 0.6 * first, logs
     assert 0 < result["eval_loss"] < first
@@ -104,8 +118,20 @@ def test_the_tiny_preset_takes_its_shape_from_the_config():
 
 
 def test_lora_trains_adapters_only_and_saves_a_plain_model(tmp_path, sft_file):
-    result = train_sft(SFTConfig(data=str(sft_file), out=str(tmp_path / "run"), steps=3, batch_size=2, lr=3e-3,
-                                 max_len=1024, log_every=0, lora_rank=4, tensorboard=False), log=lambda _: None)
+    result = train_sft(
+        SFTConfig(
+            data=str(sft_file),
+            out=str(tmp_path / "run"),
+            steps=3,
+            batch_size=2,
+            lr=3e-3,
+            max_len=1024,
+            log_every=0,
+            lora_rank=4,
+            tensorboard=False,
+        ),
+        log=lambda _: None,
+    )
     checkpoint = tmp_path / "run" / "checkpoint-3"
     assert (checkpoint / "adapter" / "adapter_config.json").exists()
     model, _ = models.load(str(checkpoint))  # the adapters merged in: a plain transformers model

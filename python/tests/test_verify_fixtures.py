@@ -4,9 +4,9 @@ status, every honest candidate (the examples and the honest variants) with zero 
 import pathlib
 
 import pytest
+from conftest import EXAMPLE_SOLUTIONS, FIXTURES
 
 import tritium
-from conftest import EXAMPLE_SOLUTIONS, FIXTURES
 
 CHEATS = sorted((FIXTURES / "verify" / "cheats").glob("*.py"))
 HONEST = sorted((FIXTURES / "verify" / "honest").glob("*.py")) + sorted(EXAMPLE_SOLUTIONS.rglob("*.py"))
@@ -30,7 +30,7 @@ def test_the_suite_is_big_enough():
 @pytest.mark.parametrize("path", CHEATS, ids=[p.stem for p in CHEATS])
 def test_cheat_is_flagged(path):
     expected = headers(path)
-    verdict = tritium.verify(path.read_text(), is_response=False)
+    verdict = tritium.verify(path.read_text())
     errors = {f["rule"] for f in verdict["findings"] if f["severity"] == "error"}
     missing = set(expected.get("expect", [])) - errors
     assert not missing, f"missing {missing}; got {verdict['findings']}"
@@ -48,7 +48,7 @@ def task_source_for(path: pathlib.Path) -> str:
 
 @pytest.mark.parametrize("path", HONEST, ids=[p.stem for p in HONEST])
 def test_honest_candidate_is_valid(path):
-    verdict = tritium.verify(path.read_text(), task_source=task_source_for(path), is_response=False)
+    verdict = tritium.verify(path.read_text(), task_source=task_source_for(path))
     errors = [f for f in verdict["findings"] if f["severity"] == "error"]
     assert verdict["status"] == "valid" and not errors, errors
 
@@ -56,8 +56,8 @@ def test_honest_candidate_is_valid(path):
 def test_a_response_is_extracted_then_verified():
     code = (EXAMPLE_SOLUTIONS / "level1" / "01_relu.py").read_text()
     response = f"<think>Plan: one elementwise kernel.</think>\n```python\n{code}```\n"
-    assert tritium.verify(response)["status"] == "valid"
-    assert tritium.verify("I cannot help with that.", is_response=True)["findings"][0]["rule"] == "syntax.no_code"
+    assert tritium.verify(response=response)["status"] == "valid"
+    assert tritium.verify(response="I cannot help with that.")["findings"][0]["rule"] == "syntax.no_code"
 
 
 def test_extract_gives_plan_and_code_spans():

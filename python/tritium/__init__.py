@@ -5,8 +5,29 @@ this package is a thin face over it. The API is imported lazily so that the sand
 (`tritium.runner`) never loads the extension.
 """
 
-_API = ("version", "load_suite", "check_suite", "verify", "extract", "synthesize", "synth_stats", "rewards",
-        "reward_config", "token_advantages", "metrics", "pass_at_k", "kernel_prompt", "task_in_prompt", "format_response", "Engine")
+_API = (
+    "version",
+    "load_suite",
+    "check_suite",
+    "verify",
+    "extract",
+    "synthesize",
+    "make_suite",
+    "synth_stats",
+    "sft_data",
+    "bench",
+    "distill",
+    "report",
+    "rewards",
+    "reward_config",
+    "token_advantages",
+    "metrics",
+    "pass_at_k",
+    "kernel_prompt",
+    "task_in_prompt",
+    "format_response",
+    "Engine",
+)
 
 
 def __getattr__(name: str):

@@ -32,20 +32,16 @@ def check_suite(
     return json.loads(_core.check_suite_json(os.fspath(path), device, timeout_s, seed, python or sys.executable))
 
 
-def _looks_like_response(text: str) -> bool:
-    return "```" in text or "~~~" in text or "<think>" in text or "</think>" in text
-
-
-def verify(code_or_response: str, task_source: str | None = None, is_response: bool | None = None) -> dict:
+def verify(code: str | None = None, task_source: str | None = None, *, response: str | None = None) -> dict:
     """Static verdict of a candidate: {"status", "findings": [{rule, severity, line, col, message}]}.
 
-    `code_or_response` is candidate code, or a raw LLM response (a fenced block or a <think> block
-    makes it one; `is_response` forces the choice). With `task_source`, ModelNew's __init__ and
-    forward parameters must match Model's (`func.signature_mismatch`).
+    Give exactly one of `code` (candidate code) or `response` (a raw LLM response, whose code is
+    extracted first), as `tritium verify` and the server's /v1/verify take them. With `task_source`,
+    ModelNew's __init__ and forward parameters must match Model's (`func.signature_mismatch`).
+    Raises ValueError when neither or both are given.
     """
-    if is_response is None:
-        is_response = _looks_like_response(code_or_response)
-    return json.loads(_core.verify_json(code_or_response, is_response, task_source or ""))
+    item = {k: v for k, v in (("code", code), ("response", response)) if v is not None}
+    return json.loads(_core.verify_item_json(json.dumps(item), task_source or ""))
 
 
 def extract(response: str) -> dict:
@@ -53,18 +49,132 @@ def extract(response: str) -> dict:
     return json.loads(_core.extract_json(response))
 
 
-def synthesize(count: int = 100, difficulty: int | tuple[int, int] = (1, 3), ops: str | list[str] | None = None,
-               seed: int = 0, size: str = "cpu", threads: int = 1) -> list[dict]:
-    """CSP-DAG synthesized tasks (like `tritium synth`, docs/synth.md): a list of
-    {"id", "origin", "level", "meta", "source"}, the same for the same arguments whatever `threads`.
+def synthesize(
+    count: int = 100,
+    difficulty: int | tuple[int, int] | str = (1, 3),
+    ops: str | list[str] | None = None,
+    seed: int = 0,
+    size: str = "cpu",
+    threads: int = 1,
+    with_solutions: bool = False,
+) -> list[dict]:
+    """CSP-DAG synthesized tasks (docs/synth.md): a list of {"id", "origin", "level", "meta", "source"},
+    the same for the same arguments whatever `threads`.
 
-    `difficulty` is K or (K1, K2) compute operators; `ops` operator categories ("unary,reduction" or a
-    list); `size` "cpu" or "gpu". Raises ValueError on bad options.
+    `difficulty` is K, (K1, K2) or "K1-K2" compute operators; `ops` operator categories ("unary,reduction"
+    or a list); `size` "cpu" or "gpu"; `with_solutions` adds meta.solution and meta.plan where the
+    emitter can. Raises ValueError on bad options.
     """
-    lo, hi = (difficulty, difficulty) if isinstance(difficulty, int) else difficulty
-    options = {"count": count, "min_difficulty": lo, "max_difficulty": hi, "seed": seed, "size": size,
-               "threads": threads, "ops": ops if isinstance(ops, str) else ",".join(ops or [])}
+    options = {
+        "count": count,
+        "difficulty": _difficulty(difficulty),
+        "ops": ops or "",
+        "seed": seed,
+        "size": size,
+        "threads": threads,
+        "with_solutions": with_solutions,
+    }
     return json.loads(_core.synthesize_json(json.dumps(options)))
+
+
+def _difficulty(difficulty: int | tuple[int, int] | str) -> int | str | list[int]:
+    return list(difficulty) if isinstance(difficulty, tuple) else difficulty
+
+
+def make_suite(
+    out: str | os.PathLike | None = None,
+    validate: bool = False,
+    device: str = "cpu",
+    solution_timeout_s: float = 120,
+    **synth_options,
+) -> dict:
+    """`tritium synth` as a call: synthesize(**synth_options), then with `validate` run every
+    reference (dropping ill-conditioned tasks) and judge every solution with the engine on `device`,
+    then write `out` (a .jsonl suite or a directory) when given. Returns {"tasks", "report", "ok"}:
+    the tasks kept (with sources), the report `tritium synth --json --validate` prints, and whether
+    every reference ran and every solution was correct. ValueError on bad options, RuntimeError when
+    no runner can start."""
+    options = {
+        "validate": validate,
+        "device": device,
+        "python": sys.executable,
+        "solution_timeout_s": solution_timeout_s,
+        **synth_options,
+    }
+    if "difficulty" in options:
+        options["difficulty"] = _difficulty(options["difficulty"])
+    if out is not None:
+        options["out"] = os.fspath(out)
+    return json.loads(_core.make_suite_json(json.dumps(options)))
+
+
+def sft_data(
+    tasks: str | os.PathLike,
+    out: str | os.PathLike,
+    responses: str | os.PathLike | None = None,
+    evaluate: bool = True,
+    **engine_options,
+) -> dict:
+    """`tritium data sft` as a call: SFT JSONL {prompt, response} at `out` of the traces that verify
+    and evaluate correct: the tasks' reference solutions (meta.solution, meta.plan), or the lines of
+    `responses` ({"task_id" | "task", "response"}). `engine_options` are Engine's. Returns {out,
+    candidates, kept, dropped, evaluated}."""
+    options = {
+        "tasks": os.fspath(tasks),
+        "out": os.fspath(out),
+        "evaluate": evaluate,
+        "engine": _engine_options(engine_options),
+    }
+    if responses is not None:
+        options["responses"] = os.fspath(responses)
+    return json.loads(_core.sft_data_json(json.dumps(options)))
+
+
+def bench(tasks: str | os.PathLike, model: str, out: str | os.PathLike, engine: dict | None = None, **options) -> dict:
+    """`tritium bench` as a call: samples of `model` (an http(s) URL, a model directory or "emitter")
+    on every task not yet in OUT/verdicts.jsonl, evaluated by an engine with `engine`'s options, then
+    OUT's reports and run.json, whose document it returns. `options`: samples, limit, model_name,
+    temperature, top_p, max_tokens, sampling_seed, concurrency, request_timeout_s, retries,
+    system_prompt, extra_body, completions, model_device (docs/llm.md)."""
+    return json.loads(_core.bench_json(json.dumps(_sampling(tasks, model, out, engine, options))))
+
+
+def distill(
+    tasks: str | os.PathLike, model: str, out: str | os.PathLike, engine: dict | None = None, **options
+) -> dict:
+    """`tritium distill` as a call: appends to `out` the samples of `model` that verify and evaluate
+    correct (resuming from OUT.progress.jsonl). `options` as bench's, plus only_faster and max_per_task.
+    Returns {out, teacher, tasks, samples, kept, dropped, sampled_now, tasks_failed}."""
+    return json.loads(_core.distill_json(json.dumps(_sampling(tasks, model, out, engine, options))))
+
+
+def _sampling(tasks, model, out, engine, options) -> dict:
+    return {
+        "tasks": os.fspath(tasks),
+        "model": model,
+        "out": os.fspath(out),
+        "python": sys.executable,
+        "engine": _engine_options(engine or {}),
+        **options,
+    }
+
+
+def report(
+    verdicts: list[str | os.PathLike],
+    out: str | os.PathLike,
+    ks: tuple[int, ...] = (1, 5, 10),
+    ps: tuple[float, ...] = (0.0, 1.0, 1.5, 2.0),
+) -> dict:
+    """`tritium report` as a call: OUT/report.md, report.json and report.html of verdict files (the
+    first, then those shown beside it); returns report.json's document. ValueError names a missing
+    or empty file."""
+    options = {
+        "verdicts": [os.fspath(v) for v in verdicts],
+        "out": os.fspath(out),
+        "ks": list(ks),
+        "ps": [float(p) for p in ps],
+    }
+    return json.loads(_core.report_json(json.dumps(options)))
 
 
 def synth_stats(tasks: list[dict], ops: str | list[str] | None = None) -> dict:
@@ -92,7 +202,9 @@ def token_advantages(response: str, offsets: list[tuple[int, int]], advantage: d
     return _core.token_advantages(response, [tuple(o) for o in offsets], advantage["plan"], advantage["code"])
 
 
-def metrics(verdicts: list[dict], ks: tuple[int, ...] = (1, 5, 10), ps: tuple[float, ...] = (0.0, 1.0, 1.5, 2.0)) -> dict:
+def metrics(
+    verdicts: list[dict], ks: tuple[int, ...] = (1, 5, 10), ps: tuple[float, ...] = (0.0, 1.0, 1.5, 2.0)
+) -> dict:
     """pass@k, fast_p@k, speedups, stages, per level and rule (docs/metrics.md), as `tritium report`'s JSON."""
     return json.loads(_core.metrics_json(json.dumps(list(verdicts)), list(ks), [float(p) for p in ps]))
 
@@ -121,18 +233,15 @@ class Engine:
     """The sandboxed evaluation engine (the same C++ engine as `tritium eval`).
 
     Create once and call evaluate() many times: runners stay warm and each task's reference is
-    computed once. Options are EngineOptions' (docs/engine.md): device ("auto", "cpu", "cuda",
+    computed once. Options are EngineOptions' fields (docs/engine.md): device ("auto", "cpu", "cuda",
     "cuda:N"), profile, trials, jobs, timeout_s, seed, static_check, timing, cache, work_dir,
-    memory_gb, reference_cache_gb, unsafe_sandbox, python (default: this interpreter). Raises RuntimeError
-    when no runner can start, or when the sandbox cannot be established and unsafe_sandbox is not set.
+    memory_gb, reference_cache_gb, keep_files, unsafe_sandbox, python (default: this interpreter); None
+    means the default. Raises ValueError on an unknown or bad option, RuntimeError when no runner can
+    start, or when the sandbox cannot be established and unsafe_sandbox is not set.
     """
 
     def __init__(self, **options):
-        unknown = set(options) - _ENGINE_OPTIONS
-        if unknown:
-            raise TypeError(f"unknown Engine options: {', '.join(sorted(unknown))}")
-        options.setdefault("python", sys.executable)
-        self._engine = _core.Engine(json.dumps({k: v for k, v in options.items() if v is not None}))
+        self._engine = _core.Engine(json.dumps(_engine_options(options)))
 
     def evaluate(self, batch: list[dict]) -> list[dict]:
         """One verdict per item, in order. An item is {"code" | "response", "task" (the task's
@@ -146,7 +255,6 @@ class Engine:
         return json.loads(self._engine.info_json())
 
 
-_ENGINE_OPTIONS = {
-    "python", "device", "profile", "trials", "jobs", "timeout_s", "seed", "static_check", "timing", "cache",
-    "work_dir", "memory_gb", "reference_cache_gb", "unsafe_sandbox",
-}
+def _engine_options(options: dict) -> dict:
+    """EngineOptions' JSON (checked by the library): None drops a key, the runners use this interpreter."""
+    return {"python": sys.executable, **{k: v for k, v in options.items() if v is not None}}

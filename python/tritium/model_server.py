@@ -80,22 +80,26 @@ def parse_sampling(body: dict, max_tokens_limit: int) -> Sampling:
         raise RequestError("'seed' must be an integer")
     if not isinstance(body.get("stream", False), bool) or not isinstance(body.get("stream_options") or {}, dict):
         raise RequestError("'stream' must be a boolean and 'stream_options' an object")
-    for field in UNSUPPORTED:  # refused, not ignored: a client relying on one would get less than it asked
-        if body.get(field) not in (None, False, [], {}) and not (field == "response_format" and
-                                                                 body[field] == {"type": "text"}):
-            raise RequestError(f"'{field}' is not supported by tritium serve-model")
+    for name in UNSUPPORTED:  # refused, not ignored: a client relying on one would get less than it asked
+        if body.get(name) not in (None, False, [], {}) and not (
+            name == "response_format" and body[name] == {"type": "text"}
+        ):
+            raise RequestError(f"'{name}' is not supported by tritium serve-model")
     # OpenAI's newer name wins over the older one
     tokens_key = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
-    return Sampling(n=_number(body, "n", 1, int, 1, MAX_N),
-                    temperature=_number(body, "temperature", 1.0, float, 0.0, 2.0),
-                    top_p=_number(body, "top_p", 1.0, float, 1e-6, 1.0),
-                    max_tokens=_number(body, tokens_key, min(256, max_tokens_limit), int, 1, max_tokens_limit),
-                    stop=tuple(stop), seed=seed)
+    return Sampling(
+        n=_number(body, "n", 1, int, 1, MAX_N),
+        temperature=_number(body, "temperature", 1.0, float, 0.0, 2.0),
+        top_p=_number(body, "top_p", 1.0, float, 1e-6, 1.0),
+        max_tokens=_number(body, tokens_key, min(256, max_tokens_limit), int, 1, max_tokens_limit),
+        stop=tuple(stop),
+        seed=seed,
+    )
 
 
 def message_text(message) -> tuple[str, str]:
     if not isinstance(message, dict) or message.get("role") not in ("system", "user", "assistant"):
-        raise RequestError("each message must be {\"role\": system|user|assistant, \"content\": ...}")
+        raise RequestError('each message must be {"role": system|user|assistant, "content": ...}')
     content = message.get("content")
     if isinstance(content, list):  # content parts: the text ones
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
@@ -114,8 +118,12 @@ class Model:
 
         self.torch = torch
         self.device = models.device_for(device)
-        chosen = {"auto": torch.bfloat16 if self.device.type == "cuda" else torch.float32,
-                  "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+        chosen = {
+            "auto": torch.bfloat16 if self.device.type == "cuda" else torch.float32,
+            "float32": torch.float32,
+            "bfloat16": torch.bfloat16,
+            "float16": torch.float16,
+        }[dtype]
         self.model, self.tokenizer = models.load(path, dtype=chosen)
         self.model.to(self.device).eval()
         self.context = getattr(self.model.config, "max_position_embeddings", 4096)
@@ -125,8 +133,9 @@ class Model:
             raise RequestError("'messages' must be a non-empty list")
         turns = [message_text(m) for m in messages]
         if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template([{"role": r, "content": c} for r, c in turns], tokenize=False,
-                                                      add_generation_prompt=True)
+            return self.tokenizer.apply_chat_template(
+                [{"role": r, "content": c} for r, c in turns], tokenize=False, add_generation_prompt=True
+            )
         # No template (the tiny preset): the layout its SFT used (train/data.py prompt_text).
         return "\n\n".join(c for _, c in turns) + "\n\n"
 
@@ -148,8 +157,15 @@ class Model:
         sample = s.temperature > 0
         extra = {"temperature": s.temperature, "top_p": s.top_p} if sample else {}
         with torch.no_grad():
-            out = self.model.generate(input_ids=input_ids, attention_mask=mask, do_sample=sample,
-                                      max_new_tokens=budget, pad_token_id=pad, eos_token_id=tok.eos_token_id, **extra)
+            out = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=mask,
+                do_sample=sample,
+                max_new_tokens=budget,
+                pad_token_id=pad,
+                eos_token_id=tok.eos_token_id,
+                **extra,
+            )
         new = out[:, width:].tolist()
         answers, row = [], 0
         for job, prompt_ids in rows:
@@ -164,15 +180,20 @@ class Model:
         eos = self.tokenizer.eos_token_id
         finish = "length"
         if eos in tokens:
-            tokens, finish = tokens[:tokens.index(eos)], "stop"
+            tokens, finish = tokens[: tokens.index(eos)], "stop"
         if len(tokens) > s.max_tokens:
-            tokens, finish = tokens[:s.max_tokens], "length"
+            tokens, finish = tokens[: s.max_tokens], "length"
         text = self.tokenizer.decode(tokens, skip_special_tokens=True)
         cuts = [text.find(stop) for stop in s.stop if stop in text]
         if cuts:
-            text, finish = text[:min(cuts)], "stop"
-        return {"index": index, "text": text, "finish_reason": finish, "prompt_tokens": prompt_tokens,
-                "completion_tokens": len(tokens)}
+            text, finish = text[: min(cuts)], "stop"
+        return {
+            "index": index,
+            "text": text,
+            "finish_reason": finish,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": len(tokens),
+        }
 
 
 class Batcher:
@@ -188,8 +209,9 @@ class Batcher:
     def submit(self, job: Job) -> Future:
         with self.lock:
             if self.pending + job.sampling.n > self.max_pending:
-                raise RequestError(f"the server is busy ({self.pending} sequences queued); retry later", 503,
-                                   "server_busy")
+                raise RequestError(
+                    f"the server is busy ({self.pending} sequences queued); retry later", 503, "server_busy"
+                )
             self.pending += job.sampling.n
         self.jobs.put(job)
         return job.future
@@ -240,34 +262,50 @@ def completion_body(kind: str, model_name: str, choices: list[dict], chat: bool,
         else:
             item["text"] = c["text"]
         out.append(item)
-    return {"id": f"{kind}-{uuid.uuid4().hex[:24]}", "object": "chat.completion" if chat else "text_completion",
-            "created": int(time.time()), "model": model_name, "choices": out,
-            "usage": {"prompt_tokens": usage_prompt, "completion_tokens": usage_completion,
-                      "total_tokens": usage_prompt + usage_completion}}
+    return {
+        "id": f"{kind}-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion" if chat else "text_completion",
+        "created": int(time.time()),
+        "model": model_name,
+        "choices": out,
+        "usage": {
+            "prompt_tokens": usage_prompt,
+            "completion_tokens": usage_completion,
+            "total_tokens": usage_prompt + usage_completion,
+        },
+    }
 
 
 def stream_events(body: dict, chat: bool, include_usage: bool) -> list[dict]:
     """A finished answer as OpenAI's stream chunks: per choice its text in one delta (the model
     runs whole batches, so nothing is sent before the text is complete), then its finish reason;
     the usage last when asked (`stream_options.include_usage`)."""
-    base = {"id": body["id"], "object": "chat.completion.chunk" if chat else "text_completion",
-            "created": body["created"], "model": body["model"]}
+    base = {
+        "id": body["id"],
+        "object": "chat.completion.chunk" if chat else "text_completion",
+        "created": body["created"],
+        "model": body["model"],
+    }
     events = []
     for c in body["choices"]:
         if chat:
             text = {"delta": {"role": "assistant", "content": c["message"]["content"]}}
-            events += [{**base, "choices": [{"index": c["index"], **text, "finish_reason": None}]},
-                       {**base, "choices": [{"index": c["index"], "delta": {}, "finish_reason": c["finish_reason"]}]}]
+            events += [
+                {**base, "choices": [{"index": c["index"], **text, "finish_reason": None}]},
+                {**base, "choices": [{"index": c["index"], "delta": {}, "finish_reason": c["finish_reason"]}]},
+            ]
         else:
-            events.append({**base, "choices": [{"index": c["index"], "text": c["text"],
-                                                "finish_reason": c["finish_reason"]}]})
+            events.append(
+                {**base, "choices": [{"index": c["index"], "text": c["text"], "finish_reason": c["finish_reason"]}]}
+            )
     if include_usage:
         events.append({**base, "choices": [], "usage": body["usage"]})
     return events
 
 
-def make_handler(model: Model, batcher: Batcher, model_name: str, api_key: str | None, max_tokens: int,
-                 timeout_s: float):
+def make_handler(
+    model: Model, batcher: Batcher, model_name: str, api_key: str | None, max_tokens: int, timeout_s: float
+):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -285,8 +323,11 @@ def make_handler(model: Model, batcher: Batcher, model_name: str, api_key: str |
             self.wfile.write(data)
 
         def _error(self, e: RequestError):
-            self._send(e.status, {"error": {"message": str(e), "type": e.kind, "code": e.status}},
-                       {"Retry-After": "1"} if e.status == 503 else None)
+            self._send(
+                e.status,
+                {"error": {"message": str(e), "type": e.kind, "code": e.status}},
+                {"Retry-After": "1"} if e.status == 503 else None,
+            )
 
         def _authorised(self) -> bool:
             if api_key and self.headers.get("Authorization", "") != f"Bearer {api_key}":
@@ -298,8 +339,9 @@ def make_handler(model: Model, batcher: Batcher, model_name: str, api_key: str |
             if self.path in ("/health", "/healthz"):
                 self._send(200, {"status": "ok", "model": model_name})
             elif self.path == "/v1/models" and self._authorised():
-                self._send(200, {"object": "list", "data": [{"id": model_name, "object": "model",
-                                                             "owned_by": "tritium"}]})
+                self._send(
+                    200, {"object": "list", "data": [{"id": model_name, "object": "model", "owned_by": "tritium"}]}
+                )
             elif self.path != "/v1/models":
                 self._error(RequestError(f"no route {self.path}", 404, "not_found"))
 
@@ -353,7 +395,7 @@ def make_handler(model: Model, batcher: Batcher, model_name: str, api_key: str |
                     raise RequestError("'prompt' must be a string or a non-empty list of strings")
             futures = [batcher.submit(Job(p, sampling)) for p in prompts]
             choices, prompt_tokens = [], 0
-            for p, (text, future) in enumerate(zip(prompts, futures)):
+            for p, future in enumerate(futures):
                 try:
                     got = future.result(timeout=timeout_s)
                 except TimeoutError:
@@ -381,8 +423,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600, help="seconds a request may wait for its answer")
     ap.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
     ap.add_argument("--json", action="store_true", help="say where it listens as one JSON line: {listening, model}")
-    ap.add_argument("--parent-pid", type=int, default=0,
-                    help="end with this process (a `tritium bench` or `search` that started the server)")
+    ap.add_argument(
+        "--parent-pid",
+        type=int,
+        default=0,
+        help="end with this process (a `tritium bench` or `search` that started the server)",
+    )
     args = ap.parse_args(argv)
     if args.parent_pid:
         from .runner.lifetime import die_with_parent
@@ -398,14 +444,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name = args.model_name or pathlib.Path(args.path).resolve().name
     batcher = Batcher(model, max(1, args.max_batch), args.batch_wait_ms / 1000, max(1, args.max_pending), log)
-    server = ThreadingHTTPServer((args.host, args.port),
-                                 make_handler(model, batcher, name, args.api_key, args.max_tokens, args.timeout))
+    server = ThreadingHTTPServer(
+        (args.host, args.port), make_handler(model, batcher, name, args.api_key, args.max_tokens, args.timeout)
+    )
     server.daemon_threads = True
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     host, port = server.server_address[:2]
     url = f"http://{host}:{port}"
-    print(json.dumps({"listening": url, "model": name}) if args.json else f"tritium serve-model: listening on {url}",
-          flush=True)
+    print(
+        json.dumps({"listening": url, "model": name}) if args.json else f"tritium serve-model: listening on {url}",
+        flush=True,
+    )
     log(f"{name} on {model.device}, batches of up to {args.max_batch}")
     try:
         server.serve_forever()

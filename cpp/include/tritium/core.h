@@ -6,15 +6,15 @@
 // `Suite::problems` and the rest is kept.
 #pragma once
 
+#include <concepts>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace tritium {
 
@@ -26,6 +26,7 @@ const char* version();
 /// An error a user can cause and fix: the message names the input and the fix.
 struct Error {
   std::string message;
+  bool environment = false;  // the machine cannot do it (no runner, no GPU), whatever the input
 };
 
 /// A value or an Error. Fallible public calls return this instead of throwing.
@@ -49,11 +50,66 @@ class Result {
   std::variant<T, Error> v_;
 };
 
+/// Options from a JSON object: the library's JSON faces (what Python and configs pass). `read` takes
+/// a key when present and checks its type; `done` gives the first error, or names a key that
+/// nothing read, since a misspelt option must not be silently ignored. Messages start with `what`.
+class OptionReader {
+ public:
+  OptionReader(const Json& object, std::string what);
+  template <class T>
+  OptionReader& read(const std::string& key, T& out) {
+    known_.push_back(key);
+    if (error_ || !object_.is_object() || !object_.contains(key)) return *this;
+    if (const char* expected = assign(object_.at(key), out)) fail(key, expected);
+    return *this;
+  }
+  std::optional<Error> done() const;
+  /// The keys nothing read yet: options a lower layer reads (it then names an unknown one).
+  Json rest() const;
+
+ private:
+  static const char* assign(const Json& j, std::string& out);
+  static const char* assign(const Json& j, bool& out);
+  static const char* assign(const Json& j, double& out);
+  static const char* assign(const Json& j, Json& out);
+  template <std::integral T>
+  static const char* assign(const Json& j, T& out) {
+    if (!j.is_number_integer()) return "a whole number";
+    if (std::unsigned_integral<T> && j.get<long long>() < 0 && !j.is_number_unsigned())
+      return "a whole number, not negative";
+    out = j.get<T>();
+    return nullptr;
+  }
+  template <class T>
+  static const char* assign(const Json& j, std::optional<T>& out) {
+    if (j.is_null()) return out.reset(), nullptr;
+    T value{};
+    const char* expected = assign(j, value);
+    if (!expected) out = std::move(value);
+    return expected;
+  }
+  template <class T>
+  static const char* assign(const Json& j, std::vector<T>& out) {
+    if (!j.is_array()) return "a list";
+    std::vector<T> values(j.size());
+    for (std::size_t i = 0; i < j.size(); ++i)
+      if (assign(j[i], values[i])) return "a list of one type";
+    out = std::move(values);
+    return nullptr;
+  }
+  void fail(const std::string& key, const char* expected);
+
+  Json object_;  // a copy: options are small, and a reader may outlive a temporary it was given
+  std::string what_;
+  std::vector<std::string> known_;  // every key asked for, in order
+  std::optional<Error> error_;
+};
+
 /// One KernelBench-format task.
 struct Task {
-  std::string id;      // directory suites: relative path without ".py"; JSONL: the "id" field
-  std::string source;  // the Python source
-  std::string origin;  // where it came from, for messages: a file path, or "suite.jsonl:LINE"
+  std::string id;            // directory suites: relative path without ".py"; JSONL: the "id" field
+  std::string source;        // the Python source
+  std::string origin;        // where it came from, for messages: a file path, or "suite.jsonl:LINE"
   std::optional<int> level;  // KernelBench level (JSONL "level", or a `levelN` path component)
   Json meta = Json::object();
 };
@@ -89,6 +145,10 @@ Result<std::string> read_file(const std::filesystem::path& path);
 
 /// The lowercase hex SHA-256 of `data` (64 characters): content hashes for cache keys.
 std::string sha256_hex(std::string_view data);
+
+/// Writes tasks as a suite load_suite reads back: a .jsonl file of {id, source, level, meta}, or a
+/// directory of ID.py files plus meta.jsonl ({id, meta} per task). Creates parent directories.
+std::optional<Error> write_suite(const std::vector<Task>& tasks, const std::filesystem::path& out);
 
 /// The KernelBench level named by a `levelN` component of a relative path, if any.
 std::optional<int> level_from_path(const std::filesystem::path& relative);

@@ -1,7 +1,7 @@
 // tritium/exec.h: running Python work in runner processes, away from the caller.
 //
 // The C++ side never imports torch. It starts `python -m tritium.runner`, a warm process that has
-// imported torch and forks one worker per request, and talks to it over two dedicated pipes with
+// imported torch and forks one worker per request, and talks to it over one socketpair (fd 3) with
 // length-prefixed JSON frames (never stdout: what a task prints cannot break the protocol). The
 // parent enforces timeouts by killing the runner's whole process group; a crash, hang or
 // `sys.exit` in a task costs that task a failed result, never the caller or the other tasks.
@@ -15,18 +15,19 @@
 #include <vector>
 
 #include "tritium/core.h"
+#include "tritium/verdict.h"
 #include "tritium/verify.h"
 
 namespace tritium {
 
 /// How to start runner processes.
 struct RunnerOptions {
-  std::string python;     // interpreter; empty = discover (see find_python)
-  std::string device = "cpu";  // "cpu" or "cuda"
-  double timeout_s = 60;  // per task, from request to answer
-  unsigned seed = 0;      // torch.manual_seed before building the model and the inputs
+  std::string python;              // interpreter; empty = discover (see find_python)
+  std::string device = "cpu";      // "cpu" or "cuda"
+  double timeout_s = 60;           // per task, from request to answer
+  unsigned seed = 0;               // torch.manual_seed before building the model and the inputs
   std::string role = "reference";  // "reference" runs task code only, "candidate" candidates only
-  int threads = 0;        // torch CPU threads per worker (0: torch's default)
+  int threads = 0;                 // torch CPU threads per worker (0: torch's default)
 };
 
 /// The environment runners get: a short allowlist of the caller's (PATH, locale, CUDA and Triton
@@ -55,9 +56,9 @@ struct TaskCheck {
   std::string error;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
-  double init_ms = 0;     // building the model
-  double forward_ms = 0;  // median forward time (CPU wall clock or CUDA-synchronised)
-  double wall_ms = 0;     // request to answer, as the parent saw it
+  double init_ms = 0;       // building the model
+  double forward_ms = 0;    // median forward time (CPU wall clock or CUDA-synchronised)
+  double wall_ms = 0;       // request to answer, as the parent saw it
   std::string output_tail;  // the last lines the task printed (stdout and stderr)
   // Why a trivial answer could pass this task (constant or ~0 output, an output equal to an
   // input) under the engine's input distributions: the task linter's findings.
@@ -83,8 +84,7 @@ struct SuiteCheck {
 
 /// Runs every task's reference in runner processes, in suite order. Fails as a whole only when
 /// the runner cannot start at all (no interpreter, torch missing): the error says how to fix it.
-Result<SuiteCheck> check_suite(const Suite& suite, const RunnerOptions& options,
-                               const CheckProgress& progress = {});
+Result<SuiteCheck> check_suite(const Suite& suite, const RunnerOptions& options, const CheckProgress& progress = {});
 
 /// The operator DAG of a task, traced in a reference runner (python/tritium/runner/trace.py;
 /// docs/search.md): the tracer's JSON, which lists what does not map onto the synth catalog. An
@@ -100,24 +100,24 @@ Json to_json(const SuiteCheck& check);  // {suite, device, tasks, problems, summ
 
 /// How the engine evaluates (docs/engine.md).
 struct EngineOptions {
-  std::string python;             // interpreter for the runners; empty = find_python()
-  std::string device = "auto";    // "cpu", "cuda", "cuda:N", or "auto" (cuda when torch sees one)
+  std::string python;                   // interpreter for the runners; empty = find_python()
+  std::string device = "auto";          // "cpu", "cuda", "cuda:N", or "auto" (cuda when torch sees one)
   std::string profile = "kernelbench";  // tolerance profile: kernelbench, strict, legacy
-  int trials = 5;                 // checked trials (at least 5), plus a batch-size variant
-  int jobs = 0;                   // candidate workers; 0 = one per core (CPU), min(cores, 8) on a GPU
-  double timeout_s = 120;         // per candidate, from load to the last timed call
-  std::optional<std::uint64_t> seed;  // unset: drawn afresh for each engine
-  bool static_check = true;       // run the static verifier first and stop at its verdict
-  bool timing = true;             // on a GPU: time the candidate and the references
-  std::string cache;              // SQLite verdict cache file; empty = none
-  std::string work_dir;           // empty = a fresh temporary directory, removed afterwards
-  double memory_gb = 0;           // per candidate worker, beyond the runtime (CPU only); 0 = auto:
-                                  // 60% of physical memory shared among the jobs
-  double reference_cache_gb = 0;  // disk for the reference files of tasks no candidate is using at
-                                  // the moment (least recently used go first); 0 = half the free space
-  bool keep_files = false;        // keep each candidate's directory (debugging)
-  bool unsafe_sandbox = false;    // run candidates even where the sandbox cannot be established
-                                  // (Engine::create refuses otherwise); every verdict says `unsafe`
+  int trials = 5;                       // checked trials (at least 5), plus a batch-size variant
+  int jobs = 0;                         // candidate workers; 0 = one per core (CPU), min(cores, 8) on a GPU
+  double timeout_s = 120;               // per candidate, from load to the last timed call
+  std::optional<std::uint64_t> seed;    // unset: drawn afresh for each engine
+  bool static_check = true;             // run the static verifier first and stop at its verdict
+  bool timing = true;                   // on a GPU: time the candidate and the references
+  std::string cache;                    // SQLite verdict cache file; empty = none
+  std::string work_dir;                 // empty = a fresh temporary directory, removed afterwards
+  double memory_gb = 0;                 // per candidate worker, beyond the runtime (CPU only); 0 = auto:
+                                        // 60% of physical memory shared among the jobs
+  double reference_cache_gb = 0;        // disk for the reference files of tasks no candidate is using at
+                                        // the moment (least recently used go first); 0 = half the free space
+  bool keep_files = false;              // keep each candidate's directory (debugging)
+  bool unsafe_sandbox = false;          // run candidates even where the sandbox cannot be established
+                                        // (Engine::create refuses otherwise); every verdict says `unsafe`
 };
 
 /// Why `device` names no device the engine knows ("cpu", "cuda", "cuda:N", "auto"), or nothing when it does.
@@ -127,46 +127,19 @@ std::optional<std::string> device_error(std::string_view device);
 /// range or unknown), or nothing. Engine::create checks it first.
 std::optional<std::string> engine_options_error(const EngineOptions& options);
 
+/// EngineOptions from a JSON object of its fields by name (absent keys default): the face of the
+/// bindings, configs and workflows. An unknown key, a wrong type or a bad value is an Error naming it.
+Result<EngineOptions> engine_options_from_json(const Json& json);
+Json to_json(const EngineOptions& options);
+
 /// One candidate to evaluate against one task.
 struct EvalItem {
-  std::string id;          // names the candidate in verdicts and messages
+  std::string id;  // names the candidate in verdicts and messages
   Task task;
-  std::string code;        // candidate source, or a raw LLM response when is_response
+  std::string code;  // candidate source, or a raw LLM response when is_response
   bool is_response = false;
   Json meta = Json::object();  // carried into the verdict unchanged (group, sample, ...)
   bool rerun = false;          // judge and time it again even when the verdict cache holds it
-};
-
-/// The engine's judgement of one candidate (DESIGN.md, Verdict). Timing fields are null on the CPU,
-/// where `timing_note` says so, and whenever the candidate is not correct.
-struct Verdict {
-  std::string candidate_id, task_id;
-  std::optional<int> level;  // the task's KernelBench level, when it has one
-  std::string status;   // invalid_syntax ... correct, or "error" when the engine could not judge
-  std::string message;  // one line: why this status
-  std::vector<Finding> findings;
-  bool correct = false;
-  std::optional<double> max_abs_err, max_rel_err;
-  std::optional<double> runtime_ms, ref_eager_ms, ref_compile_ms, speedup_eager, speedup_compile;
-  std::optional<double> coverage;  // share of the candidate's CUDA time in its own kernels
-  Json runtime_stats;              // {n, median_ms, min_ms, p25_ms, p75_ms, max_ms, std_ms} or null
-  std::string timing_note;
-  // The candidate's timing or its eager reference's was host-bound (the GPU waited for the host's
-  // launches in most calls): its runtime moves with the host's load, so its speedups are noise
-  // that rewards and search do not count (docs/engine.md, "Timing floor").
-  bool below_timing_floor = false;
-  bool compile_below_timing_floor = false;  // the same of the torch.compile reference: speedup_compile is noise
-  int triton_launches = 0;
-  std::vector<std::string> kernels;
-  std::string device, profile;
-  int trials = 0;
-  bool interpreter_limit = false;  // failed on a known limit of Triton's CPU interpreter
-  bool unsafe = false;             // judged by an engine whose sandbox could not be established
-  std::string stderr_tail;
-  bool cache_hit = false;
-  double eval_ms = 0;
-  Json phases_ms;  // the runner's time per step {load, checked, lock_wait, timed, coverage}, or null
-  Json sandbox, meta;
 };
 
 /// Candidates to evaluate, matched to their tasks, plus the items that could not be used.
@@ -210,14 +183,5 @@ class Engine {
 /// Evaluates JSON batch items (see eval_item_from_json; `tasks` resolves "task_id"). An item that
 /// cannot be used gets an "error" verdict in its place; the verdicts keep the items' order.
 std::vector<Verdict> evaluate_items(Engine& engine, const Json& items, const Suite& tasks = {});
-
-/// The verdict of an item the engine could not judge: status "error" and why.
-Verdict error_verdict(const std::string& candidate_id, const std::string& message);
-
-/// Statuses from the first failing stage to `correct` (DESIGN.md), then "error".
-const std::vector<std::string>& verdict_statuses();
-
-Json to_json(const Verdict& verdict);
-Verdict verdict_from_json(const Json& json);  // the inverse of to_json; missing fields default
 
 }  // namespace tritium

@@ -60,27 +60,30 @@ class Generator {
   virtual ~Generator() = default;
   virtual Result<std::vector<Generation>> generate(const std::string& prompt, const Sampling& sampling) = 0;
   virtual std::string name() const = 0;
+  /// It writes kernels from a task's operator DAG (the synthesizer's emitter), not by sampling a
+  /// model: a search then also emits the task's traced DAG in fragments (docs/search.md).
+  virtual bool emits_from_dag() const { return false; }
 };
 
 /// Answers every prompt, at most `concurrency` at a time; results come in the prompts' order and
 /// one prompt's error does not stop the others. `on_done(index, result)` runs as each finishes
 /// (serialised: never two at once).
 using GenerationResult = Result<std::vector<Generation>>;
-std::vector<GenerationResult> generate_many(Generator& generator, const std::vector<std::string>& prompts,
-                                            const Sampling& sampling, int concurrency,
-                                            const std::function<void(std::size_t, const GenerationResult&)>& on_done = {});
+std::vector<GenerationResult> generate_many(
+    Generator& generator, const std::vector<std::string>& prompts, const Sampling& sampling, int concurrency,
+    const std::function<void(std::size_t, const GenerationResult&)>& on_done = {});
 
 /// An OpenAI-compatible endpoint (docs/llm.md).
 struct ClientOptions {
-  std::string base_url;  // http(s)://host[:port][/prefix]; "/v1" is appended unless it ends with it
-  std::string model;     // the request's "model"; servers of one model accept any
-  std::string api_key;   // empty: $TRITIUM_API_KEY, then $OPENAI_API_KEY; none is fine for local servers
-  bool chat = true;      // /v1/chat/completions, or /v1/completions with the raw prompt
+  std::string base_url;       // http(s)://host[:port][/prefix]; "/v1" is appended unless it ends with it
+  std::string model;          // the request's "model"; servers of one model accept any
+  std::string api_key;        // empty: $TRITIUM_API_KEY, then $OPENAI_API_KEY; none is fine for local servers
+  bool chat = true;           // /v1/chat/completions, or /v1/completions with the raw prompt
   std::string system_prompt;  // chat only; empty: none
   double timeout_s = 600;     // per request, reading the answer
   double connect_timeout_s = 10;
-  int max_retries = 4;        // on 408, 409, 429, 5xx, refused connections and timeouts
-  double backoff_s = 1.0;     // first retry's wait; doubles each time, with jitter, up to backoff_max_s
+  int max_retries = 4;     // on 408, 409, 429, 5xx, refused connections and timeouts
+  double backoff_s = 1.0;  // first retry's wait; doubles each time, with jitter, up to backoff_max_s
   double backoff_max_s = 30;
   Json extra_body = Json::object();  // fields added to every request (top_k, chat_template_kwargs, ...);
                                      // the client's own (n, messages, sampling) are not overridden

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -14,7 +15,7 @@
 #include <vector>
 
 #include "tritium/core.h"
-#include "tritium/exec.h"
+#include "tritium/verdict.h"
 
 namespace tritium {
 
@@ -32,7 +33,7 @@ struct MetricsOptions {
 struct TaskTally {
   std::string task_id;
   int samples = 0, correct = 0;
-  std::vector<int> faster_eager, faster_compile;  // per MetricsOptions::ps; empty when untimed
+  std::vector<int> faster_eager, faster_compile;         // per MetricsOptions::ps; empty when untimed
   std::vector<double> eager_speedups, compile_speedups;  // of its correct, timed samples
 };
 
@@ -112,5 +113,20 @@ Json report_json(std::span<const RunReport> runs);
 std::string report_html(std::span<const RunReport> runs);
 /// Writes DIR/report.md, report.json and report.html (creating DIR); the error names the file.
 std::optional<Error> write_reports(const std::filesystem::path& dir, std::span<const RunReport> runs);
+
+/// A report over verdict files (`tritium report`, tritium.report, the trainer's eval stage).
+struct ReportOptions {
+  std::vector<std::string> verdicts;  // JSONL files: the first, then those shown beside it
+  std::string out;                    // directory for report.md, report.json, report.html
+  MetricsOptions metrics;
+};
+/// ReportOptions from JSON: {"verdicts": [...], "out", "ks"?, "ps"?}; an unknown key or a bad value is an Error.
+Result<ReportOptions> report_options_from_json(const Json& json);
+
+/// Loads every file (unreadable lines are counted, and `warn` told), names the runs by their file
+/// stems (with their folders where two share a stem), computes their metrics and writes the three
+/// files. An Error names the file that is missing, empty or cannot be written.
+Result<std::vector<RunReport>> make_report(const ReportOptions& options,
+                                           const std::function<void(const std::string&)>& warn = {});
 
 }  // namespace tritium

@@ -13,10 +13,10 @@
 namespace tritium::process {
 
 struct SpawnSpec {
-  std::vector<std::string> argv;        // argv[0] is looked up on PATH when it has no '/'
-  std::vector<std::string> env;         // "KEY=VALUE"; empty = inherit the parent's environment
-  int channel_fd = -1;                  // becomes fd 3 in the child (-1: none)
-  std::string output_path;              // the child's stdout and stderr go here ("" = /dev/null)
+  std::vector<std::string> argv;  // argv[0] is looked up on PATH when it has no '/'
+  std::vector<std::string> env;   // "KEY=VALUE"; empty = inherit the parent's environment
+  int channel_fd = -1;            // becomes fd 3 in the child (-1: none)
+  std::string output_path;        // the child's stdout and stderr go here ("" = /dev/null)
 };
 
 /// A started child, leader of its own process group.

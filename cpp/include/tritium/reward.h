@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tritium/core.h"
-#include "tritium/exec.h"
+#include "tritium/verdict.h"
 #include "tritium/verify.h"
 
 namespace tritium {
@@ -46,19 +46,19 @@ enum class AdvantageMethod {
 struct RewardConfig {
   RewardScheme scheme = RewardScheme::hrd;
   SpeedupShape shape = SpeedupShape::ratio;
-  double clip = 3.0;         // ratio and log: speedups above it count as it; <= 0: no clip
-  double threshold = 1.0;    // indicator: the p in "faster than p x"
+  double clip = 3.0;               // ratio and log: speedups above it count as it; <= 0: no clip
+  double threshold = 1.0;          // indicator: the p in "faster than p x"
   std::string baseline = "eager";  // speedup against "eager" or "compile"
-  double alpha = 0.1;        // HRD: weight of the plan tokens' advantage
-  double beta = 0.5;         // blended: weight of R_correct
-  double lambda = 0.1;       // DRTriton: softmax temperature over log speedups
-  double incorrect = -1.0;   // DRTriton: the reward of a sample that is not correct
-  double coverage_weight = 0.0;  // adds weight * coverage * correct, when the verdict has coverage
+  double alpha = 0.1;              // HRD: weight of the plan tokens' advantage
+  double beta = 0.5;               // blended: weight of R_correct
+  double lambda = 0.1;             // DRTriton: softmax temperature over log speedups
+  double incorrect = -1.0;         // DRTriton: the reward of a sample that is not correct
+  double coverage_weight = 0.0;    // adds weight * coverage * correct, when the verdict has coverage
   // A status listed here gets this reward in every component instead of what it would earn
   // (defaults: a hack costs 1; invalid answers earn 0 as in TritonRL).
   std::map<std::string, double> penalties = {{"hack", -1.0}};
   AdvantageMethod advantage = AdvantageMethod::grpo;
-  double eps = 1e-6;         // GRPO: added to the standard deviation
+  double eps = 1e-6;  // GRPO: added to the standard deviation
 };
 
 /// Reads a config from JSON; absent keys keep their defaults, unknown keys and bad values are
@@ -68,15 +68,15 @@ Json to_json(const RewardConfig& config);
 
 /// One sample's reward components.
 struct Reward {
-  bool valid = false;    // passed the static and functional checks (compiled and ran)
+  bool valid = false;  // passed the static and functional checks (compiled and ran)
   bool correct = false;
-  std::optional<double> speedup;  // against the configured baseline; unset when not timed
-  double r_correct = 0;  // valid * correct
-  double r_speedup = 0;  // valid * correct * f(speedup); f(1) when not timed
-  double coverage = 0;   // the coverage term (0 unless configured and measured)
-  double plan = 0;       // what the plan tokens are reinforced with
-  double code = 0;       // what the code tokens are reinforced with
-  double scalar = 0;     // one number, for frameworks that take one per sample
+  std::optional<double> speedup;       // against the configured baseline; unset when not timed
+  double r_correct = 0;                // valid * correct
+  double r_speedup = 0;                // valid * correct * f(speedup); f(1) when not timed
+  double coverage = 0;                 // the coverage term (0 unless configured and measured)
+  double plan = 0;                     // what the plan tokens are reinforced with
+  double code = 0;                     // what the code tokens are reinforced with
+  double scalar = 0;                   // one number, for frameworks that take one per sample
   std::optional<std::string> penalty;  // the status whose penalty replaced the components
 };
 
@@ -86,8 +86,7 @@ std::vector<Reward> group_rewards(std::span<const Verdict> group, const RewardCo
 
 /// Advantages of one group's rewards; non-finite rewards get 0 and stay out of the statistics;
 /// all-equal groups and single samples get 0.
-std::vector<double> group_advantages(std::span<const double> rewards, AdvantageMethod method,
-                                     double eps = 1e-6);
+std::vector<double> group_advantages(std::span<const double> rewards, AdvantageMethod method, double eps = 1e-6);
 
 /// A sample's advantages per segment: plan tokens get `plan`, every other token gets `code`.
 struct SegmentAdvantage {
@@ -100,8 +99,7 @@ std::vector<SegmentAdvantage> segment_advantages(std::span<const Reward> rewards
 
 /// Per-token advantages from each response token's offsets (in the same unit as `plan`): a token
 /// that starts inside `plan` gets `advantage.plan`, every other token `advantage.code`.
-std::vector<double> token_advantages(std::span<const TextSpan> tokens, TextSpan plan,
-                                     SegmentAdvantage advantage);
+std::vector<double> token_advantages(std::span<const TextSpan> tokens, TextSpan plan, SegmentAdvantage advantage);
 
 /// Tokens of a raw response: the plan span comes from extract_response. `tokens` are character
 /// (code point) offsets, as tokenizers give them; extraction's spans are bytes of the UTF-8 text.
@@ -122,7 +120,7 @@ struct Scored {
 std::vector<Scored> score_batch(std::span<const Verdict> verdicts, const RewardConfig& config);
 
 Json to_json(const Reward& reward);
-Json to_json(const Scored& scored);  // {reward: {...}, advantage: {plan, code}}
+Json to_json(const Scored& scored);               // {reward: {...}, advantage: {plan, code}}
 Json to_json(const SegmentAdvantage& advantage);  // {plan, code}
 
 }  // namespace tritium

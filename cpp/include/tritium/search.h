@@ -36,7 +36,7 @@ Result<std::unique_ptr<Generator>> open_generator(const GeneratorSpec& spec);
 struct SampledTask {
   const Task* task = nullptr;
   std::vector<Generation> generations;
-  std::vector<Verdict> verdicts;   // one per generation, same order
+  std::vector<Verdict> verdicts;     // one per generation, same order
   std::optional<std::string> error;  // the generator failed for this task (it stays undone)
 };
 
@@ -62,10 +62,10 @@ Result<std::vector<Json>> read_resumable_jsonl(const std::filesystem::path& path
 
 struct SearchOptions {
   std::optional<std::string> start_code;  // a kernel of one's own, evaluated first ("given")
-  int budget = 8;           // candidates generated for best-of-N (0: none)
-  int rounds = 0;           // refinement rounds after best-of-N (each asks `refine_samples`)
+  int budget = 8;                         // candidates generated for best-of-N (0: none)
+  int rounds = 0;                         // refinement rounds after best-of-N (each asks `refine_samples`)
   int refine_samples = 2;
-  int tune_budget = 16;     // launch-configuration variants of the best kernel; 0 = no tuning
+  int tune_budget = 16;      // launch-configuration variants of the best kernel; 0 = no tuning
   int fragment_budget = 16;  // emitter only: fragment partitions of the task's traced DAG; 0 = none
   int confirm_rounds = 3;    // timed reruns, side by side, of the best-of-1 and the best; 0 = none
   int max_fragment = 5;      // compute operators per fragment (DRTriton's bound)
@@ -79,13 +79,13 @@ struct Tried {
   std::string stage;  // given, best_of_n, refine, fragments, tune
   std::string code;
   Verdict verdict;
-  std::string note;   // what was changed (tuning) or asked (refinement)
+  std::string note;  // what was changed (tuning) or asked (refinement)
 };
 
 /// The best-of-1 and the search's best timed again side by side: the fastest of many noisy timings
 /// is flattered by its noise (the winner's curse), so these medians decide, and give the speedup.
 struct Confirmation {
-  std::size_t first = 0, best = 0;  // indices into tried; `best` is the one before the reruns
+  std::size_t first = 0, best = 0;        // indices into tried; `best` is the one before the reruns
   std::vector<double> first_ms, best_ms;  // each correct rerun's runtime
   bool best_always_correct = true;
   bool best_holds() const;  // correct in every rerun and faster by the medians
@@ -93,10 +93,10 @@ struct Confirmation {
 };
 
 struct SearchResult {
-  std::vector<Tried> tried;           // in order
-  std::optional<std::size_t> best;    // index into tried of the fastest correct candidate
-  std::optional<std::size_t> first;   // the best-of-1: the given kernel or the first correct sample, if any
-  bool timed = false;                 // verdicts carry runtimes (GPU); on the CPU "best" is the first correct
+  std::vector<Tried> tried;                  // in order
+  std::optional<std::size_t> best;           // index into tried of the fastest correct candidate
+  std::optional<std::size_t> first;          // the best-of-1: the given kernel or the first correct sample, if any
+  bool timed = false;                        // verdicts carry runtimes (GPU); on the CPU "best" is the first correct
   std::optional<Confirmation> confirmation;  // when timed and the best is not the first
 };
 

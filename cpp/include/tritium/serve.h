@@ -20,19 +20,19 @@ namespace tritium {
 
 struct ServeOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;                     // 0: any free port (see Server::port)
-  std::string token;                   // bearer token every route but /healthz needs; empty: none
-  std::string tasks;                   // a suite, so items may name tasks by "task_id"
+  int port = 8000;    // 0: any free port (see Server::port)
+  std::string token;  // bearer token every route but /healthz needs; empty: none
+  std::string tasks;  // a suite, so items may name tasks by "task_id"
   EngineOptions engine;
-  Json reward = Json::object();        // the default reward config (a request may override keys)
+  Json reward = Json::object();  // the default reward config (a request may override keys)
   std::size_t max_body_bytes = 16u << 20;
-  std::size_t max_items = 1024;        // per request
-  std::size_t max_pending = 4096;      // items evaluating at once, over all requests, before 429
-  double request_timeout_s = 1800;     // an evaluating request answers 504 after this
-  double drain_timeout_s = 600;        // a drain waits this long for the work in flight
-  int threads = 64;                    // worker threads answering requests that arrived whole
-  double read_timeout_s = 30;          // a request's header and body must arrive within this of its first byte (else 408)
-  double keep_alive_timeout_s = 30;    // an idle connection is closed after this
+  std::size_t max_items = 1024;      // per request
+  std::size_t max_pending = 4096;    // items evaluating at once, over all requests, before 429
+  double request_timeout_s = 1800;   // an evaluating request answers 504 after this
+  double drain_timeout_s = 600;      // a drain waits this long for the work in flight
+  int threads = 64;                  // worker threads answering requests that arrived whole
+  double read_timeout_s = 30;        // a request's header and body must arrive within this of its first byte (else 408)
+  double keep_alive_timeout_s = 30;  // an idle connection is closed after this
   std::size_t max_client_connections = 128;  // open connections per client address; more are refused with 429
 };
 

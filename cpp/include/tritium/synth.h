@@ -23,7 +23,18 @@
 namespace tritium::synth {
 
 enum class Category : std::uint8_t {
-  unary, binary, scalar, select, reduction, softmax, norm, linalg, conv, pool, shape, cumulative
+  unary,
+  binary,
+  scalar,
+  select,
+  reduction,
+  softmax,
+  norm,
+  linalg,
+  conv,
+  pool,
+  shape,
+  cumulative
 };
 std::string_view to_string(Category c);
 std::optional<Category> category_from_string(std::string_view name);
@@ -36,6 +47,7 @@ enum class ShapeRule : std::uint8_t {
   broadcast,       // two operands, right-aligned broadcasting
   reduce,          // one dim dropped (or kept as 1 with keepdim)
   along,           // same shape, computed along one dim (softmax, cumsum)
+  along_short,     // along a dim of at most 16 elements: longer products overflow float32 (cumprod)
   layer_norm,      // same shape, normalised over the last dim, weight and bias of that size
   rms_norm,        // same shape, normalised over the last dim, weight of that size
   group_norm,      // (N, C, *), C divisible by the group count
@@ -70,11 +82,11 @@ struct OpSpec {
   int arity;               // operands taken from the graph
   int min_rank, max_rank;  // of the first operand
   ShapeRule shape;
-  int spatial;             // conv and pool: spatial dims
-  Domain domain;           // required of the first operand (binary div: of the second)
-  Domain result;           // guaranteed of the output
+  int spatial;    // conv and pool: spatial dims
+  Domain domain;  // required of the first operand (binary div: of the second)
+  Domain result;  // guaranteed of the output
   Cost cost;
-  double flops;            // per output (elementwise, window) or input (per_input) element
+  double flops;  // per output (elementwise, window) or input (per_input) element
   std::string_view code;
   std::string_view module;
   std::string_view params;  // how the parameters are initialised, for the docs and meta
@@ -98,6 +110,12 @@ struct SynthOptions {
   int threads = 1;
   bool with_solutions = false;  // meta.solution (a Triton ModelNew) and meta.plan where the emitter can
 };
+
+/// SynthOptions from JSON: {count, difficulty: K | "K1-K2" | [K1, K2], ops: "unary,reduction" | [names],
+/// seed, size: "cpu" | "gpu", threads, with_solutions}; absent keys default. Errors name the key.
+Result<SynthOptions> synth_options_from_json(const Json& json);
+/// "3" or "1-8": compute operators per task.
+std::optional<Error> parse_difficulty(std::string_view text, SynthOptions& options);
 
 /// One synthesized task: a KernelBench-format source and its meta (ops, difficulty, shapes, FLOPs,
 /// bytes, estimated reference time, seed, index, canonical hash; with solutions: solution, plan).

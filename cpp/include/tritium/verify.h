@@ -28,10 +28,10 @@ struct TextSpan {
 /// What a response holds. Always `response.substr(span.begin, span.end - span.begin)` equals the
 /// text, for both the plan and the code.
 struct Extraction {
-  std::string plan;        // reasoning text, trimmed (may be empty)
-  std::string code;        // the Python code, whole lines with their line endings (empty when none found)
-  TextSpan plan_span;      // where `plan` lies in the response
-  TextSpan code_span;      // where `code` lies in the response (the code only, not the fence lines)
+  std::string plan;    // reasoning text, trimmed (may be empty)
+  std::string code;    // the Python code, whole lines with their line endings (empty when none found)
+  TextSpan plan_span;  // where `plan` lies in the response
+  TextSpan code_span;  // where `code` lies in the response (the code only, not the fence lines)
   bool has_code = false;
   std::vector<std::string> notes;  // why a choice was made, for people reading a result
 };
@@ -50,8 +50,8 @@ namespace tritium {
 
 /// One rule's verdict on one place of the code (rule ids: docs/rules.md).
 struct Finding {
-  std::string rule;      // stable id, e.g. "func.torch_compute:matmul"
-  std::string severity;  // "error" decides the status; "warning" is reported only
+  std::string rule;                 // stable id, e.g. "func.torch_compute:matmul"
+  std::string severity;             // "error" decides the status; "warning" is reported only
   std::uint32_t line = 0, col = 0;  // 1-based line, 0-based byte column (0:0 when not located)
   std::string message;
 };
@@ -70,6 +70,11 @@ Verification verify_code(std::string_view code, std::string_view task_source = {
 
 /// Extracts the code from a raw LLM response, then verifies it (`syntax.no_code` when none).
 Verification verify_response(std::string_view response, std::string_view task_source = {});
+
+/// The static verdict of one item {"code" | "response"}: exactly one of the two, a string. The one
+/// rule of `tritium verify --responses`, the server's /v1/verify and Python's tritium.verify.
+/// `task_source` is the task ModelNew's signatures are checked against ("" for none).
+Result<Verification> verify_item(const Json& item, std::string_view task_source = {});
 
 Json to_json(const Finding& finding);
 Json to_json(const Verification& verification);  // {status, findings: [{rule, severity, line, col, message}]}

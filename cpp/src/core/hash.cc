@@ -13,8 +13,7 @@ std::string sha256_hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), data.data(), data.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx.get(), digest, &length) != 1)
+      EVP_DigestUpdate(ctx.get(), data.data(), data.size()) != 1 || EVP_DigestFinal_ex(ctx.get(), digest, &length) != 1)
     throw std::runtime_error("sha256_hex: OpenSSL EVP digest failed");
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex(2 * length, '\0');

@@ -1,6 +1,7 @@
 #include "tritium/process.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -14,8 +15,6 @@
 #include <filesystem>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 extern char** environ;
 
@@ -88,12 +87,10 @@ Result<Child> spawn(const SpawnSpec& spec) {
   auto argv = c_strings(spec.argv);
   auto envp = c_strings(spec.env);
   pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(),
-                              spec.env.empty() ? environ : envp.data());
+  const int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), spec.env.empty() ? environ : envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  if (rc != 0)
-    return Error{fmt::format("cannot start {}: {}", spec.argv.empty() ? "?" : spec.argv[0], strerror(rc))};
+  if (rc != 0) return Error{fmt::format("cannot start {}: {}", spec.argv.empty() ? "?" : spec.argv[0], strerror(rc))};
   return Child{pid};
 }
 
@@ -150,7 +147,7 @@ Result<DirectoryGuard> guard_directory(const std::string& dir, int keep_fd) {
     // The child of a possibly multithreaded process: glibc keeps malloc usable after fork, and
     // nothing here takes a lock another thread could have held.
     setsid();
-    struct sigaction ignore {};
+    struct sigaction ignore{};
     ignore.sa_handler = SIG_IGN;
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) sigaction(sig, &ignore, nullptr);
     sigset_t none;

@@ -1,9 +1,9 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "tritium/core.h"
 
@@ -21,6 +21,25 @@ bool skipped(const fs::path& relative) {
     if (s.starts_with(".") || s == "__pycache__") return true;
   }
   return relative.filename() == "__init__.py";
+}
+
+// A directory suite's meta.jsonl (what write_suite writes beside the .py files): {id, meta} lines,
+// each meta given to the task of that id. A bad line is a problem; the tasks stay.
+void read_meta(const fs::path& file, Suite& suite) {
+  if (!fs::exists(file)) return;
+  auto text = read_file(file);
+  if (!text) return suite.problems.push_back({file.string(), text.error().message});
+  for (const auto& [line_no, line] : jsonl_lines(*text)) {
+    const Json j = Json::parse(line, nullptr, false);
+    const bool ok =
+        j.is_object() && j.contains("id") && j["id"].is_string() && j.contains("meta") && j["meta"].is_object();
+    const auto task = std::find_if(suite.tasks.begin(), suite.tasks.end(),
+                                   [&](const Task& t) { return ok && t.id == j["id"].get<std::string>(); });
+    if (task != suite.tasks.end())
+      task->meta = j["meta"];
+    else
+      suite.problems.push_back({fmt::format("{}:{}", file.string(), line_no), "expected {\"id\", \"meta\"} of a task"});
+  }
 }
 
 Suite load_directory(const fs::path& dir) {
@@ -48,8 +67,8 @@ Suite load_directory(const fs::path& dir) {
     if (!task.level) task.level = root_level;
     suite.tasks.push_back(std::move(task));
   }
-  std::sort(suite.tasks.begin(), suite.tasks.end(),
-            [](const Task& a, const Task& b) { return a.id < b.id; });
+  std::sort(suite.tasks.begin(), suite.tasks.end(), [](const Task& a, const Task& b) { return a.id < b.id; });
+  read_meta(dir / "meta.jsonl", suite);
   return suite;
 }
 
@@ -93,8 +112,7 @@ std::optional<int> level_from_path(const fs::path& relative) {
   for (const auto& part : relative) {
     const std::string s = part.string();
     if (s.size() > 5 && s.starts_with("level") &&
-        std::all_of(s.begin() + 5, s.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-        s.size() < 12)
+        std::all_of(s.begin() + 5, s.end(), [](char c) { return c >= '0' && c <= '9'; }) && s.size() < 12)
       return std::stoi(s.substr(5));
   }
   return std::nullopt;
@@ -139,9 +157,10 @@ Result<Suite> load_suite(const fs::path& path) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (ec || !fs::exists(status))
-    return Error{fmt::format("{}: no such file or directory; pass a task .py file, a directory of "
-                             "them, or a .jsonl suite",
-                             path.string())};
+    return Error{
+        fmt::format("{}: no such file or directory; pass a task .py file, a directory of "
+                    "them, or a .jsonl suite",
+                    path.string())};
   if (fs::is_directory(status)) return load_directory(path);
   if (path.extension() == ".jsonl") {
     auto text = read_file(path);
@@ -149,15 +168,15 @@ Result<Suite> load_suite(const fs::path& path) {
     return parse_jsonl_suite(*text, path.string());
   }
   if (!is_task_file(path))
-    return Error{fmt::format("{}: unknown suite format; expected a .py task, a directory or a .jsonl file",
-                             path.string())};
+    return Error{
+        fmt::format("{}: unknown suite format; expected a .py task, a directory or a .jsonl file", path.string())};
   auto text = read_file(path);
   if (!text) return text.error();
   fs::path id = path.filename();
   id.replace_extension();
   Suite suite{path.string(), {}, {}};
-  suite.tasks.push_back({id.string(), std::move(*text), path.string(), level_from_path(path.parent_path().filename()),
-                         Json::object()});
+  suite.tasks.push_back(
+      {id.string(), std::move(*text), path.string(), level_from_path(path.parent_path().filename()), Json::object()});
   return suite;
 }
 
@@ -165,6 +184,33 @@ const Task* find_task(const Suite& suite, std::string_view id) {
   for (const auto& t : suite.tasks)
     if (t.id == id) return &t;
   return nullptr;
+}
+
+std::optional<Error> write_suite(const std::vector<Task>& tasks, const fs::path& out) {
+  std::error_code ec;
+  const fs::path dir = out.extension() == ".jsonl" ? out.parent_path() : out;
+  if (!dir.empty()) fs::create_directories(dir, ec);
+  if (ec) return Error{fmt::format("could not create {}: {}", dir.string(), ec.message())};
+  if (out.extension() == ".jsonl") {
+    std::ofstream f(out);
+    for (const auto& t : tasks)
+      f << Json{{"id", t.id}, {"source", t.source}, {"level", t.level ? Json(*t.level) : Json()}, {"meta", t.meta}}
+               .dump()
+        << '\n';
+    f.close();
+    return f ? std::nullopt : std::optional<Error>(Error{fmt::format("could not write {}", out.string())});
+  }
+  std::ofstream meta(out / "meta.jsonl");
+  for (const auto& t : tasks) {
+    std::ofstream f(out / (t.id + ".py"));
+    f << t.source;
+    meta << Json{{"id", t.id}, {"meta", t.meta}}.dump() << '\n';
+    f.close();
+    if (!f) return Error{fmt::format("could not write {}", (out / (t.id + ".py")).string())};
+  }
+  meta.close();
+  return meta ? std::nullopt
+              : std::optional<Error>(Error{fmt::format("could not write {}", (out / "meta.jsonl").string())});
 }
 
 }  // namespace tritium

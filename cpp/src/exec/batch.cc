@@ -18,9 +18,11 @@ const Task* task_for_file(const Suite& tasks, const std::string& id) {
 CandidateBatch from_directory(const Suite& tasks, const Suite& files) {
   CandidateBatch batch{{}, files.problems};
   for (const auto& f : files.tasks) {
-    const Task* task = tasks.tasks.size() == 1 && files.tasks.size() == 1 ? &tasks.tasks[0] : task_for_file(tasks, f.id);
+    const Task* task =
+        tasks.tasks.size() == 1 && files.tasks.size() == 1 ? &tasks.tasks[0] : task_for_file(tasks, f.id);
     if (!task) {
-      batch.problems.push_back({f.origin, fmt::format("no task with id {} (nor its parent directory) in {}", f.id, tasks.origin)});
+      batch.problems.push_back(
+          {f.origin, fmt::format("no task with id {} (nor its parent directory) in {}", f.id, tasks.origin)});
       continue;
     }
     batch.items.push_back({f.id, *task, f.source, false, {{"origin", f.origin}}});
@@ -56,8 +58,8 @@ Result<EvalItem> eval_item_from_json(const Json& j, const Suite& tasks, const st
     if (j.contains(key)) meta[key] = j[key];
   std::string id = j.contains("id") && j["id"].is_string() ? j["id"].get<std::string>() : where;
   const bool rerun = j.contains("rerun") && j["rerun"].is_boolean() && j["rerun"].get<bool>();
-  return EvalItem{std::move(id), std::move(task), (has_code ? j["code"] : j["response"]).get<std::string>(), has_response,
-                  std::move(meta), rerun};
+  return EvalItem{std::move(id), std::move(task), (has_code ? j["code"] : j["response"]).get<std::string>(),
+                  has_response,  std::move(meta), rerun};
 }
 
 Result<CandidateBatch> load_candidates(const Suite& tasks, const fs::path& path) {

@@ -1,12 +1,11 @@
 // The verdict cache: SQLite in WAL mode, one connection per VerdictCache, prepared statements.
 #include "cache.h"
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <chrono>
 #include <system_error>
-
-#include <fmt/format.h>
 
 namespace fs = std::filesystem;
 
@@ -41,13 +40,19 @@ Error open_error(const fs::path& file, sqlite3* db) {
   const int code = db ? sqlite3_errcode(db) : SQLITE_NOMEM;
   const std::string what = db ? sqlite3_errmsg(db) : "out of memory";
   if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-    return {fmt::format("verdict cache {}: not an SQLite database ({}); delete it or pass another --cache", file.string(),
-                        what)};
+    return {
+        fmt::format("verdict cache {}: not an SQLite database ({}); delete it or give another cache file (the cache "
+                    "option, --cache)",
+                    file.string(), what)};
   if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
-    return {fmt::format("verdict cache {}: locked by another process for over {} s ({}); retry, or pass another --cache",
-                        file.string(), kBusyTimeoutMs / 1000, what)};
-  return {fmt::format("verdict cache {}: cannot open ({}); check its permissions, or pass another --cache",
-                      file.string(), what)};
+    return {
+        fmt::format("verdict cache {}: locked by another process for over {} s ({}); retry, or give another cache file "
+                    "(the cache option, --cache)",
+                    file.string(), kBusyTimeoutMs / 1000, what)};
+  return {
+      fmt::format("verdict cache {}: cannot open ({}); check its permissions, or give another cache file (the cache "
+                  "option, --cache)",
+                  file.string(), what)};
 }
 
 // Creates the tables on a new file and reads the schema version of an existing one, in one write
@@ -71,7 +76,7 @@ std::optional<Error> init_schema(sqlite3* db, const fs::path& file) {
   if (found && *found > kCacheSchemaVersion)
     return fail(Error{fmt::format(
         "verdict cache {}: schema version {} is newer than this Tritium's ({}); upgrade Tritium, or delete the file or "
-        "pass another --cache",
+        "give another cache file (the cache option, --cache)",
         file.string(), *found, kCacheSchemaVersion)});
   // Version 1 is the first schema: nothing to migrate yet.
   const std::string create = fmt::format(
@@ -97,8 +102,9 @@ Result<VerdictCache> VerdictCache::open(const fs::path& file) {
     std::error_code ec;
     fs::create_directories(file.parent_path(), ec);
     if (ec)
-      return Error{fmt::format("verdict cache {}: cannot create its directory ({}); pass another --cache",
-                               file.string(), ec.message())};
+      return Error{fmt::format(
+          "verdict cache {}: cannot create its directory ({}); give another cache file (the cache option, --cache)",
+          file.string(), ec.message())};
   }
   VerdictCache cache;
   cache.file_ = file;

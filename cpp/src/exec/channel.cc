@@ -3,6 +3,7 @@
 #include "channel.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,8 +11,6 @@
 #include <cerrno>
 #include <cstring>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace tritium::exec {
 namespace {
@@ -22,7 +21,7 @@ void close_fd(int& fd) {
 }
 
 long long inode(int fd) {
-  struct stat st {};
+  struct stat st{};
   return fstat(fd, &st) == 0 ? static_cast<long long>(st.st_ino) : -1;
 }
 
@@ -34,8 +33,8 @@ Result<Channel> Channel::create(std::size_t bytes) {
   c.buffer_ = memfd_create("tritium-outputs", MFD_CLOEXEC);
   if (c.buffer_ < 0 || ftruncate(c.buffer_, static_cast<off_t>(bytes)) != 0 || pipe2(c.ready_, O_CLOEXEC) != 0 ||
       pipe2(c.go_, O_CLOEXEC) != 0)
-    return Error{fmt::format("cannot make the channel for a candidate's outputs ({} bytes): {}", bytes,
-                             std::strerror(errno))};
+    return Error{
+        fmt::format("cannot make the channel for a candidate's outputs ({} bytes): {}", bytes, std::strerror(errno))};
   return c;
 }
 

@@ -1,11 +1,10 @@
 // Reference checks: each task's Model runs on its own inputs in a forked runner worker.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "runner.h"
 #include "tritium/exec.h"
@@ -30,8 +29,8 @@ TaskCheck from_reply(const Task& task, const exec::Reply& reply) {
   if (reply.kind != exec::Reply::Kind::ok) {
     c.stage = reply.kind == exec::Reply::Kind::timeout ? "timeout" : "runner";
     c.error = reply.kind == exec::Reply::Kind::timeout
-                  ? fmt::format("{}: timed out: {} (raise --timeout if the task is just slow)", task.origin,
-                                reply.detail)
+                  ? fmt::format("{}: timed out: {} (raise the timeout, --timeout, if the task is just slow)",
+                                task.origin, reply.detail)
                   : fmt::format("{}: {}", task.origin, reply.detail);
     return c;
   }
@@ -80,8 +79,9 @@ Result<SuiteCheck> check_suite(const Suite& suite, const RunnerOptions& options,
   results.reserve(suite.tasks.size());
   for (const Task& task : suite.tasks) {
     if (auto error = runner.ensure_started()) return *error;
-    const Json request = {{"op", "check_task"},  {"id", task.id},         {"source", task.source},
-                          {"filename", task.origin}, {"device", options.device}, {"seed", options.seed}};
+    const Json request = {{"op", "check_task"},       {"id", task.id},
+                          {"source", task.source},    {"filename", task.origin},
+                          {"device", options.device}, {"seed", options.seed}};
     const auto start = std::chrono::steady_clock::now();
     TaskCheck check = from_reply(task, runner.call(request, options.timeout_s));
     check.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -106,9 +106,7 @@ Result<Json> trace_task(const Task& task, const RunnerOptions& options) {
   return reply.body;
 }
 
-std::string to_string(const TensorInfo& info) {
-  return fmt::format("{}[{}]", info.dtype, fmt::join(info.shape, ", "));
-}
+std::string to_string(const TensorInfo& info) { return fmt::format("{}[{}]", info.dtype, fmt::join(info.shape, ", ")); }
 
 Json to_json(const TensorInfo& info) { return {{"shape", info.shape}, {"dtype", info.dtype}}; }
 
@@ -116,8 +114,14 @@ Json to_json(const TaskCheck& c) {
   Json inputs = Json::array(), outputs = Json::array();
   for (const auto& t : c.inputs) inputs.push_back(to_json(t));
   for (const auto& t : c.outputs) outputs.push_back(to_json(t));
-  Json j = {{"id", c.task_id}, {"origin", c.origin}, {"ok", c.ok}, {"inputs", inputs}, {"outputs", outputs},
-            {"init_ms", c.init_ms}, {"forward_ms", c.forward_ms}, {"wall_ms", c.wall_ms}};
+  Json j = {{"id", c.task_id},
+            {"origin", c.origin},
+            {"ok", c.ok},
+            {"inputs", inputs},
+            {"outputs", outputs},
+            {"init_ms", c.init_ms},
+            {"forward_ms", c.forward_ms},
+            {"wall_ms", c.wall_ms}};
   j["stage"] = c.ok ? Json(nullptr) : Json(c.stage);
   j["error"] = c.ok ? Json(nullptr) : Json(c.error);
   j["output_tail"] = c.output_tail;

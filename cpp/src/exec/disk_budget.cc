@@ -1,8 +1,8 @@
 #include "disk_budget.h"
 
-#include <vector>
-
 #include <fmt/format.h>
+
+#include <vector>
 
 namespace fs = std::filesystem;
 

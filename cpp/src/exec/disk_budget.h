@@ -52,7 +52,7 @@ class ReferenceStore {
   };
 
   void release(const std::shared_ptr<Entry>& entry);
-  void trim(std::uintmax_t budget);  // deletes idle references, oldest first, until the rest fit
+  void trim(std::uintmax_t budget);   // deletes idle references, oldest first, until the rest fit
   std::uintmax_t held_bytes() const;  // bytes(), under the lock already held
 
   const std::filesystem::path root_;

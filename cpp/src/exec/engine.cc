@@ -12,14 +12,15 @@
 //   $TRITIUM_LOCK_DIR (default /tmp/tritium-gpu-locks)/gpu-<uuid>.lock
 //                    a GPU's lock (flock: timing exclusive, other GPU work shared; timing.py)
 //   gpu-<uuid>.lock.gate  its gate, which keeps a waiting timer from being starved
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -29,8 +30,6 @@
 #include <optional>
 #include <random>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "cache.h"
 #include "channel.h"
@@ -48,9 +47,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr double kBackstopS = 60;         // the engine's timeout beyond the worker's own
+constexpr double kBackstopS = 60;           // the engine's timeout beyond the worker's own
 constexpr double kReferenceTimeoutS = 900;  // torch.compile of a large model takes minutes
-constexpr int kSandboxUidBase = 4100000;  // per-slot uid when the engine runs as root
+constexpr int kSandboxUidBase = 4100000;    // per-slot uid when the engine runs as root
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -73,7 +72,7 @@ int default_jobs(bool gpu) {
 // The first directory on the way to `dir` (itself included) that other users cannot pass through.
 std::optional<fs::path> closed_to_others(const fs::path& dir) {
   for (fs::path p = fs::absolute(dir);; p = p.parent_path()) {
-    struct stat st {};
+    struct stat st{};
     if (stat(p.c_str(), &st) == 0 && !(st.st_mode & S_IXOTH)) return p;
     if (p == p.parent_path()) return std::nullopt;
   }
@@ -87,16 +86,18 @@ Result<fs::path> make_lock_dir() {
   std::error_code ec;
   if (fs::create_directories(dir, ec)) chmod(dir.c_str(), 01777);
   if (ec || !fs::is_directory(dir))
-    return Error{fmt::format("cannot create the GPU lock directory {}: {}; point TRITIUM_LOCK_DIR at a directory "
-                             "every engine on this machine can use",
-                             dir.string(), ec ? ec.message() : "not a directory")};
+    return Error{
+        fmt::format("cannot create the GPU lock directory {}: {}; point TRITIUM_LOCK_DIR at a directory "
+                    "every engine on this machine can use",
+                    dir.string(), ec ? ec.message() : "not a directory")};
   // Root's engine runs candidates under other uids (evaluate_request), which must reach the locks.
   if (geteuid() == 0)
     if (auto closed = closed_to_others(dir))
-      return Error{fmt::format("the GPU lock directory {} is closed to other users ({} lacks o+x), so sandboxed "
-                               "candidates could not open its locks; point TRITIUM_LOCK_DIR elsewhere (default "
-                               "/tmp/tritium-gpu-locks)",
-                               dir.string(), closed->string())};
+      return Error{
+          fmt::format("the GPU lock directory {} is closed to other users ({} lacks o+x), so sandboxed "
+                      "candidates could not open its locks; point TRITIUM_LOCK_DIR elsewhere (default "
+                      "/tmp/tritium-gpu-locks)",
+                      dir.string(), closed->string())};
   return dir;
 }
 
@@ -122,7 +123,8 @@ std::size_t set_bytes(const Json& tensors) {
 
 std::size_t largest_set(const Json& body, const char* key) {
   std::size_t most = 0;
-  for (const auto& t : body.value("trials", Json::array())) most = std::max(most, set_bytes(t.value(key, Json::array())));
+  for (const auto& t : body.value("trials", Json::array()))
+    most = std::max(most, set_bytes(t.value(key, Json::array())));
   return most;
 }
 
@@ -160,7 +162,8 @@ std::uintmax_t job_memory(const Json& body, bool gpu) {
 // What a task's reference timing holds: the parameters, a timed call's inputs and outputs, the
 // next call's inputs and the compiled model's own buffers (about an output set), and a context.
 std::uintmax_t timing_memory(const Json& body) {
-  return set_bytes(body.value("params", Json::array())) + 2 * largest_set(body, "inputs") + 2 * largest_set(body, "outputs") + (std::uintmax_t{1} << 30);
+  return set_bytes(body.value("params", Json::array())) + 2 * largest_set(body, "inputs") +
+         2 * largest_set(body, "outputs") + (std::uintmax_t{1} << 30);
 }
 
 // Long-lived threads over one job queue; a job gets its worker's index. Runners' parent-death
@@ -219,11 +222,11 @@ struct Engine::Impl {
   fs::path work;
   exec::WorkDir work_dir;  // the lock and the guard of `work`; removes it when it is ours
   std::uint64_t seed = 0;
-  std::string device;       // resolved: "cpu" or "cuda"
+  std::string device;  // resolved: "cpu" or "cuda"
   int gpus = 0;
   Json hello = Json::object(), device_info = Json::object();
   fs::path lock_dir;
-  Json sandbox_report;  // what the start-up probe's sandbox applied (Engine::info)
+  Json sandbox_report;               // what the start-up probe's sandbox applied (Engine::info)
   std::vector<std::string> gpu_ids;  // each visible GPU's UUID, by index
   std::optional<exec::VerdictCache> cache;
 
@@ -240,7 +243,7 @@ struct Engine::Impl {
   std::optional<exec::DiskGate> disk;  // jobs and references start when the disk has room for them
   // ... and when the device (the host's memory, on the CPU) has room for what they hold at peak.
   std::optional<exec::DiskGate> memory;
-  std::uintmax_t memory_budget = 0;          // what the memory gate lets jobs hold at once
+  std::uintmax_t memory_budget = 0;            // what the memory gate lets jobs hold at once
   std::atomic<std::size_t> memory_retries{0};  // jobs run again alone after running out of memory
   std::atomic<std::size_t> job_counter{0};
 
@@ -348,8 +351,8 @@ struct Engine::Impl {
     for (const bool alone : {false, true}) {
       const auto room = memory->enter(alone ? memory_budget : reference_memory(task));
       reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
-      if (alone || !out_of_memory(reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string())
-                                                                        : reply.detail))
+      if (alone ||
+          !out_of_memory(reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string()) : reply.detail))
         break;
       ++memory_retries;
     }
@@ -401,8 +404,8 @@ struct Engine::Impl {
       if (reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false))
         timing->set_value(reply.body.value("timing", Json()));
       else
-        timing->set_value(Json{{"error", reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string())
-                                                                             : reply.detail}});
+        timing->set_value(Json{
+            {"error", reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string()) : reply.detail}});
     });
   }
 
@@ -452,13 +455,14 @@ struct Engine::Impl {
       sandbox_report = reply.body.value("sandbox", Json());
       return std::nullopt;
     }
-    const std::string why = reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string("no answer"))
-                                                                : reply.detail;
-    return Error{fmt::format("candidates cannot be isolated here ({}); run as root, or where unprivileged user "
-                             "namespaces are allowed (sysctl user.max_user_namespaces > 0, "
-                             "kernel.apparmor_restrict_unprivileged_userns=0), or pass --unsafe-sandbox "
-                             "(Engine(unsafe_sandbox=True)) to run them anyway with every verdict marked unsafe",
-                             why)};
+    const std::string why =
+        reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string("no answer")) : reply.detail;
+    return Error{
+        fmt::format("candidates cannot be isolated here ({}); run as root, or where unprivileged user "
+                    "namespaces are allowed (sysctl user.max_user_namespaces > 0, "
+                    "kernel.apparmor_restrict_unprivileged_userns=0), or pass --unsafe-sandbox "
+                    "(Engine(unsafe_sandbox=True)) to run them anyway with every verdict marked unsafe",
+                    why)};
   }
 
   Json evaluate_request(int slot, const Task& task, const exec::Reference& ref, const fs::path& job,
@@ -487,13 +491,15 @@ struct Engine::Impl {
             {"spots", ref.body.value("spots", 0)},
             {"init_inputs", ref.body.value("init_inputs", Json::array())},
             {"params", ref.body.value("params", Json::array())},
-            {"timing", {{"enabled", options.timing}, {"lock_path", lock_path(dev).string()}, {"lock_wait_s", lock_wait_s()}}},
+            {"timing",
+             {{"enabled", options.timing}, {"lock_path", lock_path(dev).string()}, {"lock_wait_s", lock_wait_s()}}},
             {"sandbox", sandbox},
             {"timeout_s", options.timeout_s}};
   }
 
   // Judges the candidate; a timed one gets `timing`, its reference's timing, to apply when it lands.
-  void run_candidate(int slot, const Task& task, const std::string& code, Verdict& v, std::shared_future<Json>& timing) {
+  void run_candidate(int slot, const Task& task, const std::string& code, Verdict& v,
+                     std::shared_future<Json>& timing) {
     Json engine_phases = Json::object();  // where the engine's side of the job spent its time
     auto since = [&engine_phases, start = Clock::now()](const char* name) mutable {
       engine_phases[name] = engine_phases.value(name, 0.0) + ms_since(start);
@@ -561,8 +567,8 @@ struct Engine::Impl {
   // The candidate's worker and its comparer, side by side on the job's channel: (the worker's
   // reply, the comparer's). The engine's ends of the channel close when the worker is done, so a
   // comparer still waiting for a set (the worker died, or failed before shipping) ends too.
-  std::pair<exec::Reply, exec::Reply> run_job(int slot, const Task& task, const exec::Reference& ref, const fs::path& job,
-                                              exec::Channel& channel) {
+  std::pair<exec::Reply, exec::Reply> run_job(int slot, const Task& task, const exec::Reference& ref,
+                                              const fs::path& job, exec::Channel& channel) {
     exec::Runner& runner = *slots[slot];
     exec::Runner& comparer = *comparers[slot];
     const double limit = options.timeout_s + kBackstopS;
@@ -678,24 +684,6 @@ struct Engine::Impl {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
-std::optional<std::string> device_error(std::string_view device) {
-  if (device == "cpu" || device == "cuda" || device == "auto") return std::nullopt;
-  if (device.starts_with("cuda:") && device.size() > 5 &&
-      std::all_of(device.begin() + 5, device.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  return fmt::format("device '{}' is none of cpu, cuda, cuda:N (N a GPU's index) or auto", device);
-}
-
-std::optional<std::string> engine_options_error(const EngineOptions& options) {
-  if (auto error = device_error(options.device)) return error;
-  if (options.jobs < 0) return fmt::format("jobs {} is negative; give a count, or 0 for the default", options.jobs);
-  if (!exec::tolerance_for(options.profile, "float32"))
-    return fmt::format("unknown profile {}; use one of: {}", options.profile, fmt::join(exec::profile_names(), ", "));
-  if (options.trials < 5) return fmt::format("trials {} is too few; the protocol needs at least 5", options.trials);
-  if (!(options.timeout_s > 0)) return fmt::format("timeout {} s: it must be positive", options.timeout_s);
-  return std::nullopt;
-}
-
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (auto error = engine_options_error(options)) return Error{*error};
   if (options.python.empty()) options.python = find_python();
@@ -705,9 +693,10 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (!work) return work.error();
   impl->work = work->path();
   impl->work_dir = std::move(*work);
-  impl->references.emplace(impl->work / "refs", options.reference_cache_gb > 0
-                                                     ? static_cast<std::uintmax_t>(options.reference_cache_gb * (1ull << 30))
-                                                     : exec::default_reference_budget(impl->work));
+  impl->references.emplace(impl->work / "refs",
+                           options.reference_cache_gb > 0
+                               ? static_cast<std::uintmax_t>(options.reference_cache_gb * (1ull << 30))
+                               : exec::default_reference_budget(impl->work));
   impl->disk.emplace([work = impl->work] { return exec::free_bytes(work); },
                      [references = &*impl->references] { references->shed(); }, std::uintmax_t{1} << 30);
   impl->seed = options.seed.value_or(fresh_seed());
@@ -722,13 +711,15 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (auto error = impl->trusted[0]->ensure_started()) return *error;
   impl->hello = impl->trusted[0]->hello();
   if (!impl->hello["triton"].is_string())
-    return Error{fmt::format("{} cannot import triton, so no candidate could run; install it there (pip install triton) "
-                             "or point TRITIUM_PYTHON (--python) at an environment that has it",
-                             options.python)};
+    return Error{
+        fmt::format("{} cannot import triton, so no candidate could run; install it there (pip install triton) "
+                    "or point TRITIUM_PYTHON (--python) at an environment that has it",
+                    options.python)};
   impl->device = impl->hello.value("device", std::string("cpu"));
   impl->gpus = impl->hello.value("cuda_devices", 0);
   for (int k = 0; impl->device == "cuda" && k < impl->gpus; ++k) {
-    const exec::Reply info = impl->trusted[0]->call({{"op", "device_info"}, {"device", fmt::format("cuda:{}", k)}}, 120);
+    const exec::Reply info =
+        impl->trusted[0]->call({{"op", "device_info"}, {"device", fmt::format("cuda:{}", k)}}, 120);
     if (info.kind != exec::Reply::Kind::ok) continue;
     if (k == 0) impl->device_info = info.body;
     impl->gpu_ids.resize(k + 1);
@@ -756,8 +747,8 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   const int references = gpu && options.timing ? options.jobs : std::max(1, options.jobs / 2);
   for (int i = 1; i < references; ++i) impl->trusted.push_back(std::make_unique<exec::Runner>(trusted));
   for (auto& runner : impl->trusted) impl->idle_trusted.push_back(runner.get());
-  RunnerOptions slot{options.python, impl->device, options.timeout_s, 0, "candidate",
-                     gpu ? 0 : std::max(1, cores / options.jobs)};
+  RunnerOptions slot{
+      options.python, impl->device, options.timeout_s, 0, "candidate", gpu ? 0 : std::max(1, cores / options.jobs)};
   for (int i = 0; i < options.jobs; ++i) {
     auto runner_options = slot;
     runner_options.device = impl->slot_device(i);
@@ -768,8 +759,8 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   }
   // What jobs may hold at once: most of the GPU's free memory (of the first GPU: slots spread over
   // GPUs alike), or of the host's on the CPU. A job alone always starts.
-  const double room_gb = gpu ? impl->device_info.value("free_gb", impl->device_info.value("memory_gb", 0.0)) * 0.9
-                             : physical_gb() * 0.7;
+  const double room_gb =
+      gpu ? impl->device_info.value("free_gb", impl->device_info.value("memory_gb", 0.0)) * 0.9 : physical_gb() * 0.7;
   impl->memory_budget = static_cast<std::uintmax_t>(room_gb * (1ull << 30)) *
                         static_cast<std::uintmax_t>(std::max(1, gpu ? impl->gpus : 1));
   impl->memory.emplace([room = impl->memory_budget] { return room; }, [] {}, 0);
@@ -793,7 +784,9 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
   std::size_t done = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     prepared[i] = impl_->prepare(items[i]);
-    if (auto hit = items[i].rerun ? std::nullopt : impl_->cached(items[i], prepared[i])) {  // no queueing behind slow candidates for a repeat
+    if (auto hit = items[i].rerun
+                       ? std::nullopt
+                       : impl_->cached(items[i], prepared[i])) {  // no queueing behind slow candidates for a repeat
       verdicts[i] = std::move(*hit);
       std::lock_guard lock(mutex);
       ++done;
@@ -842,14 +835,6 @@ std::vector<Verdict> evaluate_items(Engine& engine, const Json& items, const Sui
   return out;
 }
 
-Verdict error_verdict(const std::string& candidate_id, const std::string& message) {
-  Verdict v;
-  v.candidate_id = candidate_id;
-  v.status = "error";
-  v.message = message;
-  return v;
-}
-
 Json Engine::info() const {
   const auto& o = impl_->options;
   return {{"device", impl_->device},
@@ -864,10 +849,10 @@ Json Engine::info() const {
           {"timeout_s", o.timeout_s},
           {"memory_gb", o.memory_gb},
           {"reference_cache_gb", static_cast<double>(impl_->references->budget()) / (1ull << 30)},
-          {"reference_bytes", impl_->references->bytes()},  // on disk now
-          {"disk_waits", impl_->disk->waits()},                 // jobs that waited for room on disk
-          {"memory_waits", impl_->memory->waits()},             // ... for room in the device's memory
-          {"memory_retries", impl_->memory_retries.load()},     // ... run again alone after an out-of-memory
+          {"reference_bytes", impl_->references->bytes()},   // on disk now
+          {"disk_waits", impl_->disk->waits()},              // jobs that waited for room on disk
+          {"memory_waits", impl_->memory->waits()},          // ... for room in the device's memory
+          {"memory_retries", impl_->memory_retries.load()},  // ... run again alone after an out-of-memory
           {"cache", o.cache.empty() ? Json(nullptr) : Json(o.cache)},
           {"sandbox", impl_->sandbox_report},
           {"unsafe_sandbox", o.unsafe_sandbox},

@@ -1,20 +1,15 @@
 // Verdicts from a candidate worker's reply and its comparer's: the earliest failing stage wins.
 #include "judge.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <map>
 #include <set>
 
-#include <fmt/format.h>
-
-
 namespace tritium::exec {
 namespace {
-
-constexpr std::array<std::string_view, 9> kStatuses = {
-    "invalid_syntax", "invalid_functionality", "hack", "compile_error", "runtime_error",
-    "timeout",        "incorrect",             "correct", "error"};
 
 // A worker's failure stage -> the status it costs and the rule that names it.
 struct StageRule {
@@ -66,8 +61,9 @@ class Outcome {
 };
 
 std::string trial_label(const Json& trial) {
-  std::string label = fmt::format("trial {} ({} inputs, {} mode", trial.value("index", 0),
-                                  trial.value("distribution", std::string("task")), trial.value("mode", std::string("?")));
+  std::string label =
+      fmt::format("trial {} ({} inputs, {} mode", trial.value("index", 0),
+                  trial.value("distribution", std::string("task")), trial.value("mode", std::string("?")));
   if (trial.contains("variant") && trial["variant"].is_string()) label += ", " + trial["variant"].get<std::string>();
   return label + ")";
 }
@@ -79,8 +75,8 @@ void observe(const Json& trials, Outcome& out) {
     const std::string mode = t.value("mode", std::string("?"));
     if (launches.empty())
       out.fail("invalid_functionality", "runtime.no_launch:" + mode,
-               fmt::format("ModelNew.forward launched none of the candidate's Triton kernels in {} mode (trial {})", mode,
-                           t.value("index", 0)));
+               fmt::format("ModelNew.forward launched none of the candidate's Triton kernels in {} mode (trial {})",
+                           mode, t.value("index", 0)));
     const Json ops = t.value("torch_ops", Json::object());
     for (const auto& [op, count] : ops.items())
       out.fail("invalid_functionality", "runtime.torch_compute:" + op,
@@ -101,11 +97,13 @@ void worker_failure(const Json& body, Outcome& out) {
     // interpreter_limit): the kernel may well be right, and only a GPU can tell.
     out.verdict().interpreter_limit = true;
     return out.cannot_judge("eval.interpreter_limit",
-                            message + " (a known limit of Triton's CPU interpreter, not the candidate's fault: "
-                                      "the engine cannot judge it here; evaluate on a GPU)",
+                            message +
+                                " (a known limit of Triton's CPU interpreter, not the candidate's fault: "
+                                "the engine cannot judge it here; evaluate on a GPU)",
                             line);
   }
-  if (stage == "load" && message.rfind("does not parse", 0) == 0) return out.fail("invalid_syntax", "syntax.parse", message, line);
+  if (stage == "load" && message.rfind("does not parse", 0) == 0)
+    return out.fail("invalid_syntax", "syntax.parse", message, line);
   for (const auto& s : kStages)
     if (s.stage == stage) {
       const std::string rule = body.contains("rule") ? body["rule"].get<std::string>() : std::string(s.rule);
@@ -151,7 +149,8 @@ class Comparisons {
 
 // A set the worker produced: the comparer's verdict on it, or why there is none. False when the
 // set has no result (the finding is made).
-const Json* compared(const Comparisons& cmp, const std::string& kind, int index, const std::string& label, Outcome& out) {
+const Json* compared(const Comparisons& cmp, const std::string& kind, int index, const std::string& label,
+                     Outcome& out) {
   if (const Json* r = cmp.find(kind, index)) return r;
   if (!cmp.ok())
     out.cannot_judge("engine.compare", fmt::format("{}: could not be compared: {}", label, cmp.why()));
@@ -182,15 +181,16 @@ void compare_trials(const Json& reported, const Json& planned, bool worker_ok, c
     ++out.verdict().trials;
     totals.add(*r);
     if (!r->value("match", false))
-      out.fail("incorrect", "eval.mismatch", fmt::format("{}: {}", label, r->value("message", std::string("mismatch"))));
+      out.fail("incorrect", "eval.mismatch",
+               fmt::format("{}: {}", label, r->value("message", std::string("mismatch"))));
   }
 }
 
 void compare_spots(const Json& timed, int planned, const Comparisons& cmp, Outcome& out, ErrorTotals& totals) {
   const auto positions = timed.value("spot_positions", std::vector<int>{});
   for (int k = 0; k < planned; ++k) {
-    const std::string label =
-        k < static_cast<int>(positions.size()) ? fmt::format("timed call {}", positions[k]) : fmt::format("spot set {}", k);
+    const std::string label = k < static_cast<int>(positions.size()) ? fmt::format("timed call {}", positions[k])
+                                                                     : fmt::format("spot set {}", k);
     const Json* r = compared(cmp, "spot", k, label, out);
     if (!r) continue;
     totals.add(*r);
@@ -234,8 +234,9 @@ void fill_timing(const Json& timed, Verdict& v) {
   }
   const Json stats = timed.value("stats", Json());
   if (!stats.is_object()) {
-    v.timing_note = v.device.rfind("cuda", 0) == 0 ? "timing disabled"
-                                                   : "not timed on the CPU: the Triton interpreter's speed means nothing";
+    v.timing_note = v.device.rfind("cuda", 0) == 0
+                        ? "timing disabled"
+                        : "not timed on the CPU: the Triton interpreter's speed means nothing";
     return;
   }
   v.runtime_stats = stats;
@@ -246,8 +247,9 @@ void fill_timing(const Json& timed, Verdict& v) {
     add_note(v, "timed while other work held the GPU (a neighbour hung past the lock wait): noisier than usual");
   if (below_floor(stats)) {
     v.below_timing_floor = true;
-    add_note(v, "below the timing floor: the GPU waited for the host's launches in most timed calls, so the "
-                "runtime is mostly the host's and its speedups are noise");
+    add_note(v,
+             "below the timing floor: the GPU waited for the host's launches in most timed calls, so the "
+             "runtime is mostly the host's and its speedups are noise");
   }
   if (const Json cov = timed.value("coverage", Json()); cov.is_object()) v.coverage = number(cov, "coverage");
 }
@@ -258,7 +260,8 @@ void apply_reference_timing(const Json& timing, Verdict& v) {
   if (!v.runtime_ms || !timing.is_object()) return;
   v.ref_eager_ms = number(timing.value("eager", Json()), "median_ms");
   v.ref_compile_ms = number(timing.value("compile", Json()), "median_ms");
-  if (timing.contains("error")) add_note(v, "the reference could not be timed: " + timing.value("error", std::string()));
+  if (timing.contains("error"))
+    add_note(v, "the reference could not be timed: " + timing.value("error", std::string()));
   if (below_floor(timing.value("eager", Json()))) {
     v.below_timing_floor = true;
     add_note(v, "the eager reference is below the timing floor (host-bound): speedup_eager is noise");
@@ -274,8 +277,8 @@ void apply_reference_timing(const Json& timing, Verdict& v) {
 }
 
 int status_rank(std::string_view status) {
-  const auto it = std::find(kStatuses.begin(), kStatuses.end(), status);
-  return static_cast<int>(it - kStatuses.begin());
+  const auto& statuses = verdict_statuses();
+  return static_cast<int>(std::find(statuses.begin(), statuses.end(), status) - statuses.begin());
 }
 
 void judge(const Reply& reply, const Reply& comparison, const Json& plan, Verdict& verdict) {
@@ -325,14 +328,6 @@ void judge(const Reply& reply, const Reply& comparison, const Json& plan, Verdic
   fill_timing(timed, verdict);
 }
 
-
 }  // namespace tritium::exec
 
-namespace tritium {
-
-const std::vector<std::string>& verdict_statuses() {
-  static const std::vector<std::string> all(exec::kStatuses.begin(), exec::kStatuses.end());
-  return all;
-}
-
-}  // namespace tritium
+namespace tritium {}  // namespace tritium

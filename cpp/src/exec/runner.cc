@@ -1,6 +1,7 @@
 #include "runner.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -9,8 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-
-#include <fmt/format.h>
 
 #include "frame.h"
 
@@ -89,8 +88,8 @@ std::optional<Error> Runner::ensure_started() {
   close(child_end);
   if (!child) {
     stop();
-    return Error{fmt::format("{}; set TRITIUM_PYTHON to a Python with tritium and torch installed",
-                             child.error().message)};
+    return Error{
+        fmt::format("{}; set TRITIUM_PYTHON to a Python with tritium and torch installed", child.error().message)};
   }
   child_ = *child;
 
@@ -100,12 +99,13 @@ std::optional<Error> Runner::ensure_started() {
     hello_ = Json::parse(payload, nullptr, false);
     if (hello_.is_object() && hello_.value("ok", false)) return std::nullopt;
   }
-  const std::string why = hello_.is_object() && hello_.contains("error") ? hello_["error"].get<std::string>()
-                                                                         : log_tail();
+  const std::string why =
+      hello_.is_object() && hello_.contains("error") ? hello_["error"].get<std::string>() : log_tail();
   stop();
-  return Error{fmt::format("the runner ({} -m tritium.runner) did not start: {}; install the Python "
-                           "package and its dependencies (make setup), or set TRITIUM_PYTHON",
-                           options_.python, why.empty() ? "no output" : why)};
+  return Error{
+      fmt::format("the runner ({} -m tritium.runner) did not start: {}; install the Python "
+                  "package and its dependencies (make setup), or set TRITIUM_PYTHON",
+                  options_.python, why.empty() ? "no output" : why)};
 }
 
 Reply Runner::call(const Json& request, double timeout_s) {
@@ -142,9 +142,11 @@ Reply Runner::call(const Json& request, double timeout_s) {
 namespace tritium {
 
 std::vector<std::string> scrubbed_environment() {
-  static constexpr std::string_view kKeep[] = {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "LD_LIBRARY_PATH",
-                                               "PYTHONPATH", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES", "CUDA_HOME",
-                                               "CUDA_PATH", "NVIDIA_VISIBLE_DEVICES", "OMP_NUM_THREADS"};
+  static constexpr std::string_view kKeep[] = {"PATH",           "HOME",        "LANG",
+                                               "LC_ALL",         "LC_CTYPE",    "LD_LIBRARY_PATH",
+                                               "PYTHONPATH",     "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES",
+                                               "CUDA_HOME",      "CUDA_PATH",   "NVIDIA_VISIBLE_DEVICES",
+                                               "OMP_NUM_THREADS"};
   static constexpr std::string_view kKeepPrefixes[] = {"TRITON_", "TORCHINDUCTOR_", "PYTORCH_"};
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {

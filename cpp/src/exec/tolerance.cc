@@ -12,10 +12,9 @@ struct DtypeInfo {
   bool floating;
 };
 
-constexpr DtypeInfo kDtypes[] = {{"float64", 8, true}, {"float32", 4, true}, {"float16", 2, true},
-                                 {"bfloat16", 2, true}, {"int64", 8, false},  {"int32", 4, false},
-                                 {"int16", 2, false},   {"int8", 1, false},   {"uint8", 1, false},
-                                 {"bool", 1, false}};
+constexpr DtypeInfo kDtypes[] = {
+    {"float64", 8, true}, {"float32", 4, true}, {"float16", 2, true}, {"bfloat16", 2, true}, {"int64", 8, false},
+    {"int32", 4, false},  {"int16", 2, false},  {"int8", 1, false},   {"uint8", 1, false},   {"bool", 1, false}};
 
 const DtypeInfo* find(std::string_view name) {
   const auto d = std::find_if(std::begin(kDtypes), std::end(kDtypes), [&](auto& x) { return x.name == name; });

@@ -1,6 +1,7 @@
 #include "work_dir.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,8 +9,6 @@
 #include <cerrno>
 #include <system_error>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace fs = std::filesystem;
 
@@ -93,7 +92,7 @@ std::vector<fs::path> reclaim_work_dirs(const fs::path& parent) {
   for (auto it = fs::directory_iterator(parent, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const fs::path dir = it->path();
     if (dir.filename().string().rfind(kPrefix, 0) != 0) continue;
-    struct stat st {};
+    struct stat st{};
     if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) continue;
     const int fd = open((dir / kLock).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) continue;

@@ -1,7 +1,7 @@
 // The OpenAI-compatible HTTP client (docs/llm.md): chat or plain completions, n samples topped up
 // when a server returns fewer, retries with jittered exponential backoff on what may pass (429,
 // 5xx, refused connections, timeouts), and errors that say what the server said.
-#include "tritium/llm.h"
+#include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include <fmt/format.h>
+#include "tritium/llm.h"
 
 #ifdef TRITIUM_HAS_HTTPLIB
 #include <httplib.h>
@@ -18,8 +18,11 @@
 namespace tritium {
 
 Json to_json(const ClientStats& s) {
-  return {{"requests", s.requests}, {"retries", s.retries}, {"failures", s.failures},
-          {"prompt_tokens", s.prompt_tokens}, {"completion_tokens", s.completion_tokens}};
+  return {{"requests", s.requests},
+          {"retries", s.retries},
+          {"failures", s.failures},
+          {"prompt_tokens", s.prompt_tokens},
+          {"completion_tokens", s.completion_tokens}};
 }
 
 namespace {
@@ -99,7 +102,8 @@ Result<std::vector<Generation>> parse_choices(const std::string& body, bool chat
   std::stable_sort(indexed.begin(), indexed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Generation> out;
   for (auto& [_, g] : indexed) out.push_back(std::move(g));
-  if (j.contains("usage") && j["usage"].is_object() && !out.empty()) {  // usage is per request: the first choice holds it
+  if (j.contains("usage") && j["usage"].is_object() &&
+      !out.empty()) {  // usage is per request: the first choice holds it
     out.front().prompt_tokens = j["usage"].value("prompt_tokens", std::int64_t{0});
     std::int64_t completion = j["usage"].value("completion_tokens", std::int64_t{0});
     out.front().completion_tokens = completion;
@@ -139,7 +143,9 @@ struct LlmClient::Impl {
   Attempt attempt(const std::string& body) {
 #ifdef TRITIUM_HAS_HTTPLIB
     httplib::Client http(endpoint.origin);
-    auto seconds = [](double s) { return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(s)); };
+    auto seconds = [](double s) {
+      return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(s));
+    };
     http.set_connection_timeout(seconds(options.connect_timeout_s));
     http.set_read_timeout(seconds(options.timeout_s));
     http.set_write_timeout(seconds(options.timeout_s));
@@ -149,8 +155,9 @@ struct LlmClient::Impl {
     const auto res = http.Post(path(), headers, body, "application/json");
     if (!res) {
       const bool timed_out = res.error() == httplib::Error::Read || res.error() == httplib::Error::ConnectionTimeout;
-      return {{}, timed_out ? fmt::format("no answer within {} s", options.timeout_s)
-                            : fmt::format("cannot reach the server ({})", httplib::to_string(res.error())),
+      return {{},
+              timed_out ? fmt::format("no answer within {} s", options.timeout_s)
+                        : fmt::format("cannot reach the server ({})", httplib::to_string(res.error())),
               true};
     }
     if (res->status != 200) {
@@ -183,7 +190,8 @@ struct LlmClient::Impl {
       double wait = std::min(options.backoff_max_s, options.backoff_s * double(1 << std::min(retry, 20)));
       wait *= std::uniform_real_distribution<double>(0.5, 1.0)(jitter);
       if (a.retry_after_s > 0)
-        wait = std::min(a.retry_after_s * std::uniform_real_distribution<double>(1.0, 1.5)(jitter), options.backoff_max_s);
+        wait =
+            std::min(a.retry_after_s * std::uniform_real_distribution<double>(1.0, 1.5)(jitter), options.backoff_max_s);
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
   }
@@ -225,7 +233,8 @@ Result<std::vector<Generation>> LlmClient::generate(const std::string& prompt, c
 }
 
 std::string LlmClient::name() const {
-  return impl_->endpoint.origin + impl_->endpoint.prefix + (impl_->options.model.empty() ? "" : " " + impl_->options.model);
+  return impl_->endpoint.origin + impl_->endpoint.prefix +
+         (impl_->options.model.empty() ? "" : " " + impl_->options.model);
 }
 
 ClientStats LlmClient::stats() const {

@@ -8,7 +8,9 @@
 namespace tritium {
 
 Json to_json(const Generation& g) {
-  return {{"text", g.text}, {"finish_reason", g.finish_reason}, {"prompt_tokens", g.prompt_tokens},
+  return {{"text", g.text},
+          {"finish_reason", g.finish_reason},
+          {"prompt_tokens", g.prompt_tokens},
           {"completion_tokens", g.completion_tokens}};
 }
 

@@ -26,10 +26,11 @@ std::string kernel_prompt(std::string_view task_source) {
 std::string refinement_prompt(std::string_view task_source, std::string_view previous_code, std::string_view feedback) {
   std::string code(previous_code);
   if (!code.empty() && code.back() != '\n') code += '\n';
-  return fmt::format("{}\n\nYour previous answer was:\n\n```python\n{}```\n\n{}\n\nWrite a better version under the same "
-                     "rules: think first inside <think> and </think>, then give the complete module in one ```python "
-                     "code block.",
-                     kernel_prompt(task_source), code, feedback);
+  return fmt::format(
+      "{}\n\nYour previous answer was:\n\n```python\n{}```\n\n{}\n\nWrite a better version under the same "
+      "rules: think first inside <think> and </think>, then give the complete module in one ```python "
+      "code block.",
+      kernel_prompt(task_source), code, feedback);
 }
 
 std::string format_response(std::string_view plan, std::string_view code) {
@@ -55,7 +56,10 @@ Json sft_example(const Task& task, std::string_view response) {
   for (const char* key : {"difficulty", "ops", "seed"})
     if (task.meta.contains(key)) meta[key] = task.meta[key];
   if (task.level) meta["level"] = *task.level;
-  return {{"prompt", kernel_prompt(task.source)}, {"response", std::string(response)}, {"task_id", task.id}, {"meta", meta}};
+  return {{"prompt", kernel_prompt(task.source)},
+          {"response", std::string(response)},
+          {"task_id", task.id},
+          {"meta", meta}};
 }
 
 }  // namespace tritium

@@ -9,8 +9,12 @@ namespace {
 Json number(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
 Json to_json(const SpeedupSummary& s) {
-  return {{"n", s.n}, {"geomean", number(s.geomean)}, {"mean", number(s.mean)},
-          {"median", number(s.median)}, {"min", number(s.min)}, {"max", number(s.max)}};
+  return {{"n", s.n},
+          {"geomean", number(s.geomean)},
+          {"mean", number(s.mean)},
+          {"median", number(s.median)},
+          {"min", number(s.min)},
+          {"max", number(s.max)}};
 }
 
 Json pass_json(const std::vector<AtK>& pass) {
@@ -29,7 +33,8 @@ Json fast_json(const std::vector<AtK>& fast) {
 
 Json to_json(const Summary& s) {
   Json tasks = Json::array();
-  for (const auto& t : s.tasks) tasks.push_back({{"task_id", t.task_id}, {"samples", t.samples}, {"correct", t.correct}});
+  for (const auto& t : s.tasks)
+    tasks.push_back({{"task_id", t.task_id}, {"samples", t.samples}, {"correct", t.correct}});
   return {{"samples", s.samples},
           {"tasks", s.tasks.size()},
           {"statuses", s.statuses},
@@ -39,17 +44,19 @@ Json to_json(const Summary& s) {
           {"timed", s.timed},
           {"fast_eager", fast_json(s.fast_eager)},
           {"fast_compile", fast_json(s.fast_compile)},
-          {"speedup", {{"correct_eager", to_json(s.correct_eager)},
-                       {"correct_compile", to_json(s.correct_compile)},
-                       {"all_eager", to_json(s.all_eager)},
-                       {"all_compile", to_json(s.all_compile)}}},
+          {"speedup",
+           {{"correct_eager", to_json(s.correct_eager)},
+            {"correct_compile", to_json(s.correct_compile)},
+            {"all_eager", to_json(s.all_eager)},
+            {"all_compile", to_json(s.all_compile)}}},
           {"per_task", tasks}};
 }
 
 Json to_json(const Metrics& m) {
   Json levels = Json::object();
   for (const auto& [level, s] : m.levels) levels[std::to_string(level)] = to_json(s);
-  return {{"options", {{"ks", m.options.ks}, {"ps", m.options.ps}}}, {"overall", to_json(m.overall)}, {"levels", levels}};
+  return {
+      {"options", {{"ks", m.options.ks}, {"ps", m.options.ps}}}, {"overall", to_json(m.overall)}, {"levels", levels}};
 }
 
 }  // namespace tritium

@@ -1,9 +1,9 @@
 // Metrics of verdicts (docs/metrics.md): tallies per task, then pass@k, fast_p, speedups, stages.
+#include "tritium/metrics.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-
-#include "tritium/metrics.h"
 
 namespace tritium {
 namespace {
@@ -107,7 +107,8 @@ Summary summarise_verdicts(const std::vector<const Verdict*>& verdicts, const Me
     if (!s.timed) t.faster_eager.clear(), t.faster_compile.clear();
     s.tasks.push_back(std::move(t));
   }
-  for (int k : o.ks) s.pass.push_back(mean_at_k(s.tasks, k, [](const TaskTally& t) -> std::optional<int> { return t.correct; }));
+  for (int k : o.ks)
+    s.pass.push_back(mean_at_k(s.tasks, k, [](const TaskTally& t) -> std::optional<int> { return t.correct; }));
   s.fast_eager = fast_at(s.tasks, o, false);
   s.fast_compile = fast_at(s.tasks, o, true);
   s.eager_speedups = ce;
@@ -137,8 +138,8 @@ double pass_at_k(int n, int c, int k) {
 }
 
 const std::vector<std::string>& stages() {
-  static const std::vector<std::string> kStages{"syntax", "functionality", "compile", "runtime",
-                                                "incorrect", "correct", "error"};
+  static const std::vector<std::string> kStages{"syntax",    "functionality", "compile", "runtime",
+                                                "incorrect", "correct",       "error"};
   return kStages;
 }
 

@@ -1,10 +1,10 @@
 // The HTML report: one self-contained page (inline CSS and SVG, no scripts, nothing fetched).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "tables.h"
 
@@ -25,9 +25,7 @@ const char* stage_colour(const std::string& stage) {
 }
 
 // Text on a segment: white on the dark colours, black on the light ones.
-const char* text_colour(const std::string& stage) {
-  return stage == "compile" || stage == "error" ? "#222" : "#fff";
-}
+const char* text_colour(const std::string& stage) { return stage == "compile" || stage == "error" ? "#222" : "#fff"; }
 
 const char* kRunColours[] = {"#2166ac", "#d6604d", "#4d9221", "#762a83", "#e08214", "#35978f"};
 const char* run_colour(std::size_t i) { return kRunColours[i % std::size(kRunColours)]; }
@@ -36,11 +34,20 @@ std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -50,8 +57,9 @@ std::string escape(const std::string& s) {
 std::string run_legend(std::span<const RunReport> runs, int x, int y) {
   std::string out;
   for (std::size_t r = 0; r < runs.size(); ++r)
-    out += fmt::format(R"(<rect x="{}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}" class="s">{}</text>)", x,
-                       y + 6 + 18 * r, run_colour(r), x + 16, y + 16 + 18 * r, escape(runs[r].name));
+    out +=
+        fmt::format(R"(<rect x="{}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}" class="s">{}</text>)",
+                    x, y + 6 + 18 * r, run_colour(r), x + 16, y + 16 + 18 * r, escape(runs[r].name));
   return out;
 }
 
@@ -62,7 +70,8 @@ std::string html_table(const report::Table& t) {
   for (const auto& row : t.rows) {
     out += "<tr>";
     for (std::size_t i = 0; i < row.size(); ++i) {  // figures right-aligned, names (the first column) left
-      const bool figure = i > 0 && !row[i].empty() && (std::isdigit(static_cast<unsigned char>(row[i][0])) || row[i] == "-");
+      const bool figure =
+          i > 0 && !row[i].empty() && (std::isdigit(static_cast<unsigned char>(row[i][0])) || row[i] == "-");
       out += (figure ? "<td class=n>" : "<td>") + escape(row[i]) + "</td>";
     }
     out += "</tr>";
@@ -82,12 +91,16 @@ std::string stage_chart(std::span<const RunReport> runs) {
   std::string legend;
   int x = label_w;
   for (const auto& stage : stages()) {
-    legend += fmt::format(R"(<rect x="{}" y="6" width="12" height="12" fill="{}"/><text x="{}" y="16" class="s">{}</text>)", x,
-                          stage_colour(stage), x + 16, stage);
+    legend +=
+        fmt::format(R"(<rect x="{}" y="6" width="12" height="12" fill="{}"/><text x="{}" y="16" class="s">{}</text>)",
+                    x, stage_colour(stage), x + 16, stage);
     x += 16 + 7 * static_cast<int>(stage.size()) + 18;
   }
-  std::string svg = fmt::format(R"(<svg role="img" aria-label="status breakdown" width="{}" height="{}" xmlns="http://www.w3.org/2000/svg">)",
-                                std::max(label_w + bar_w, x) + 20, height) + legend;
+  std::string svg =
+      fmt::format(
+          R"(<svg role="img" aria-label="status breakdown" width="{}" height="{}" xmlns="http://www.w3.org/2000/svg">)",
+          std::max(label_w + bar_w, x) + 20, height) +
+      legend;
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const auto& [label, s] = bars[i];
     const int y = top + static_cast<int>(i) * row_h;
@@ -97,9 +110,10 @@ std::string stage_chart(std::span<const RunReport> runs) {
     for (const auto& stage : stages()) {
       const double share = s->samples ? static_cast<double>(s->stages.at(stage)) / s->samples : 0;
       if (share <= 0) continue;
-      svg += fmt::format(R"(<rect x="{:.1f}" y="{}" width="{:.1f}" height="{}" fill="{}"><title>{}: {} of {}</title></rect>)",
-                         label_w + offset * bar_w, y, share * bar_w, row_h - 6, stage_colour(stage), stage,
-                         s->stages.at(stage), s->samples);
+      svg += fmt::format(
+          R"(<rect x="{:.1f}" y="{}" width="{:.1f}" height="{}" fill="{}"><title>{}: {} of {}</title></rect>)",
+          label_w + offset * bar_w, y, share * bar_w, row_h - 6, stage_colour(stage), stage, s->stages.at(stage),
+          s->samples);
       const std::string count = std::to_string(s->stages.at(stage));
       if (share * bar_w >= 8.0 * static_cast<double>(count.size()) + 4)  // the count, where it fits
         svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle" class="s" style="fill:{}">{}</text>)",
@@ -119,8 +133,8 @@ struct Frame {
   }
   std::string axes(const std::vector<std::pair<double, std::string>>& y_ticks, const std::string& x_title,
                    const std::string& y_title) const {
-    std::string out = fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#333"/>)", left, top,
-                                  w, h);
+    std::string out =
+        fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#333"/>)", left, top, w, h);
     for (const auto& [v, text] : y_ticks) {
       const double y = top + (1 - v) * h;
       out += fmt::format(R"(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#ddd"/>)", left, y, left + w, y);
@@ -128,8 +142,9 @@ struct Frame {
     }
     out += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" class="s">{}</text>)", left + w / 2, top + h + 40,
                        escape(x_title));
-    out += fmt::format(R"svg(<text x="14" y="{}" text-anchor="middle" class="s" transform="rotate(-90 14 {})">{}</text>)svg",
-                       top + h / 2, top + h / 2, escape(y_title));
+    out += fmt::format(
+        R"svg(<text x="14" y="{}" text-anchor="middle" class="s" transform="rotate(-90 14 {})">{}</text>)svg",
+        top + h / 2, top + h / 2, escape(y_title));
     return out;
   }
   std::string x_tick(double x, const std::string& text) const {
@@ -177,9 +192,9 @@ std::string speedup_chart(std::span<const RunReport> runs, bool compile) {
     const double gx = f.left + b * group_w + 4;
     for (std::size_t r = 0; r < runs.size(); ++r) {
       const double h = static_cast<double>(counts[r][b]) / top_count * f.h;
-      svg += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>{} {}: {}</title></rect>)",
-                         gx + r * bar_w, f.top + f.h - h, bar_w, h, run_colour(r), escape(runs[r].name), labels[b],
-                         counts[r][b]);
+      svg += fmt::format(
+          R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>{} {}: {}</title></rect>)",
+          gx + r * bar_w, f.top + f.h - h, bar_w, h, run_colour(r), escape(runs[r].name), labels[b], counts[r][b]);
     }
     svg += f.x_tick(gx + group_w / 2 - 4, labels[b]);
   }
@@ -193,8 +208,9 @@ std::string share_lines(const Frame& f, const std::vector<std::vector<std::pair<
   for (std::size_t r = 0; r < lines.size(); ++r) {
     std::string points;
     for (const auto& [x, v] : lines[r]) points += fmt::format("{:.1f},{:.1f} ", x, f.top + (1 - v) * f.h);
-    svg += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{}><title>{} {}</title></polyline>)",
-                       points, run_colour(r), dashed ? R"( stroke-dasharray="6 4")" : "", escape(runs[r].name), what);
+    svg += fmt::format(
+        R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{}><title>{} {}</title></polyline>)", points,
+        run_colour(r), dashed ? R"( stroke-dasharray="6 4")" : "", escape(runs[r].name), what);
   }
   return svg;
 }
@@ -221,9 +237,9 @@ std::string pass_chart(std::span<const RunReport> runs) {
     for (const auto& a : curves[r])
       if (a.value) {
         lines[r].push_back({px(a.k), *a.value});
-        svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="{}"><title>{} pass@{} = {:.1f}%</title></circle>)",
-                           px(a.k), f.top + (1 - *a.value) * f.h, run_colour(r), escape(runs[r].name), a.k,
-                           100 * *a.value);
+        svg += fmt::format(
+            R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="{}"><title>{} pass@{} = {:.1f}%</title></circle>)", px(a.k),
+            f.top + (1 - *a.value) * f.h, run_colour(r), escape(runs[r].name), a.k, 100 * *a.value);
       }
   return svg + share_lines(f, lines, runs, false, "pass@k") + run_legend(runs, f.left + f.w + 12, f.top) + "</svg>\n";
 }
@@ -271,12 +287,14 @@ std::string report_html(std::span<const RunReport> runs) {
   out += kStyle;
   out += "</head><body>\n<h1>Tritium report</h1>\n<ul>";
   for (const auto& r : runs)
-    out += fmt::format("<li><b>{}</b>: {} ({} verdicts)</li>", escape(r.name), escape(r.source), r.metrics.overall.samples);
+    out += fmt::format("<li><b>{}</b>: {} ({} verdicts)</li>", escape(r.name), escape(r.source),
+                       r.metrics.overall.samples);
   out += "</ul>\n<h2>Status breakdown</h2>\n" + stage_chart(runs);
   out += "<h2>pass@k</h2>\n" + pass_chart(runs);
   out += "<h2>fast_p</h2>\n" + fast_chart(runs);
   out += "<h2>Speedup distributions</h2>\n" + speedup_chart(runs, false) + speedup_chart(runs, true);
-  out += "<h2>Overall</h2>\n" + html_table(report::headline(runs, [](const RunReport& r) { return &r.metrics.overall; }));
+  out +=
+      "<h2>Overall</h2>\n" + html_table(report::headline(runs, [](const RunReport& r) { return &r.metrics.overall; }));
   for (int level : report::all_levels(runs))
     out += fmt::format("<h2>Level {}</h2>\n", level) +
            html_table(report::headline(runs, [level](const RunReport& r) { return report::level_summary(r, level); }));

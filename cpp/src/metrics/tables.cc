@@ -1,10 +1,10 @@
 // The tables a report shows, shared by its Markdown and HTML forms.
 #include "tables.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 namespace tritium::report {
 namespace {

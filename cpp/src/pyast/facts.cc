@@ -37,8 +37,8 @@ void visit(const Tree& tree, NodeId id, std::vector<std::string>& out) {
                     join(tree, tree.children(id, Role::decorator)));
       break;
     case Kind::ClassDef:
-      out.push_back("class\t" + ln + "\t" + std::string(tree.text(id)) + "\t" + join(tree, tree.children(id, Role::base)) +
-                    "\t" + join(tree, tree.children(id, Role::decorator)));
+      out.push_back("class\t" + ln + "\t" + std::string(tree.text(id)) + "\t" +
+                    join(tree, tree.children(id, Role::base)) + "\t" + join(tree, tree.children(id, Role::decorator)));
       break;
     case Kind::Call:
       out.push_back("call\t" + ln + "\t" + render(tree, tree.child(id, Role::func)));

@@ -132,9 +132,9 @@ class Scanner {
   }
 
   void skip_space() {
-    while (!at_end() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\f' || s_[pos_] == '\n' ||
-                         s_[pos_] == '\r' || (s_[pos_] == '\\' && pos_ + 1 < s_.size() &&
-                                              (s_[pos_ + 1] == '\n' || s_[pos_ + 1] == '\r'))))
+    while (!at_end() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\f' || s_[pos_] == '\n' || s_[pos_] == '\r' ||
+            (s_[pos_] == '\\' && pos_ + 1 < s_.size() && (s_[pos_ + 1] == '\n' || s_[pos_ + 1] == '\r'))))
       ++pos_;
   }
 
@@ -253,11 +253,16 @@ Prefix read_prefix(std::string_view src, std::uint32_t pos) {
   int r = 0, b = 0, u = 0, f = 0;
   while (i < src.size() && i - pos < 3) {
     const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(src[i])));
-    if (c == 'r') ++r;
-    else if (c == 'b') ++b;
-    else if (c == 'u') ++u;
-    else if (c == 'f') ++f;
-    else break;
+    if (c == 'r')
+      ++r;
+    else if (c == 'b')
+      ++b;
+    else if (c == 'u')
+      ++u;
+    else if (c == 'f')
+      ++f;
+    else
+      break;
     ++i;
   }
   if (i >= src.size() || (src[i] != '\'' && src[i] != '"')) return p;

@@ -17,7 +17,7 @@ struct FField {
   bool debug = false;                          // f"{x=}"
   char conversion = 0;                         // 's', 'r', 'a' or 0
   bool has_spec = false;
-  std::vector<FPiece> spec;                    // the format spec's literal parts and fields
+  std::vector<FPiece> spec;  // the format spec's literal parts and fields
 };
 
 struct FPiece {
@@ -35,10 +35,10 @@ struct Prefix {
 Prefix read_prefix(std::string_view src, std::uint32_t pos);
 
 struct StringResult {
-  std::uint32_t end = 0;             // just past the closing quote
-  const char* error = nullptr;       // when the literal is malformed
+  std::uint32_t end = 0;        // just past the closing quote
+  const char* error = nullptr;  // when the literal is malformed
   std::uint32_t error_pos = 0;
-  std::vector<FPiece> pieces;        // f-strings only: the body's parts
+  std::vector<FPiece> pieces;  // f-strings only: the body's parts
   std::uint32_t body_begin = 0, body_end = 0;
 };
 

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cstring>
 #include <cctype>
 #include <cstdio>
-#include <tuple>
+#include <cstring>
 #include <string>
+#include <tuple>
 
 #include "fstring.h"
 
@@ -27,7 +27,14 @@ constexpr auto kAsciiIdentifier = [] {
 // Only these letters can start a string prefix (r, b, u, f in either case).
 bool may_prefix_string(char c) {
   switch (c) {
-    case 'r': case 'R': case 'b': case 'B': case 'u': case 'U': case 'f': case 'F':
+    case 'r':
+    case 'R':
+    case 'b':
+    case 'B':
+    case 'u':
+    case 'U':
+    case 'f':
+    case 'F':
       return true;
     default:
       return false;
@@ -110,7 +117,7 @@ class Lexer {
 
   Lexed run() {
     out_.tokens.reserve((end_ - pos_) / 3 + 16);  // typical code has a token per 3.5 bytes
-    if (!brackets_mode_) {  // a module: room for usual nesting at once, rather than growing
+    if (!brackets_mode_) {                        // a module: room for usual nesting at once, rather than growing
       brackets_.reserve(16);
       indents_.reserve(16);
       alt_indents_.reserve(16);
@@ -214,7 +221,8 @@ class Lexer {
     const std::uint32_t at = pos_;
     ++pos_;
     if (pos_ >= end_) return error("unexpected EOF while parsing", at);
-    if (s_[pos_] != '\n' && s_[pos_] != '\r') return error("unexpected character after line continuation character", at);
+    if (s_[pos_] != '\n' && s_[pos_] != '\r')
+      return error("unexpected character after line continuation character", at);
     eat_newline();
     if (pos_ >= end_ && !brackets_mode_) error("unexpected EOF while parsing", at);
   }
@@ -383,9 +391,10 @@ class Lexer {
     if (!is_float && !imaginary && s_[begin] == '0') {
       for (std::uint32_t i = begin; i < int_end; ++i)
         if (s_[i] != '0' && s_[i] != '_')
-          return error("leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal "
-                       "integers",
-                       begin);
+          return error(
+              "leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal "
+              "integers",
+              begin);
     }
     number_end(begin);
   }
@@ -397,8 +406,8 @@ class Lexer {
       while (e < end_ && (std::isalnum(static_cast<unsigned char>(s_[e])) || s_[e] == '_')) ++e;
       const std::string_view word = s_.substr(pos_, e - pos_);
       static constexpr std::array<std::string_view, 8> allowed = {"and", "else", "for", "if", "in", "is", "not", "or"};
-      const bool ok = std::any_of(allowed.begin(), allowed.end(),
-                                  [&](std::string_view k) { return word.starts_with(k); });
+      const bool ok =
+          std::any_of(allowed.begin(), allowed.end(), [&](std::string_view k) { return word.starts_with(k); });
       if (!ok) return error("invalid decimal literal", begin);
     }
     emit_here(Tok::Number, begin);
@@ -489,7 +498,15 @@ class Lexer {
     const char* p = s_.data() + pos_;
     const char c0 = p[0], c1 = left > 1 ? p[1] : 0, c2 = left > 2 ? p[2] : 0;
     switch (c0) {
-      case '(': case ')': case '[': case ']': case '{': case '}': case ',': case ';': case '~':
+      case '(':
+      case ')':
+      case '[':
+      case ']':
+      case '{':
+      case '}':
+      case ',':
+      case ';':
+      case '~':
         return 1;
       case '.':
         return c1 == '.' && c2 == '.' ? 3 : 1;
@@ -499,9 +516,18 @@ class Lexer {
         return c1 == '=' || c1 == '>' ? 2 : 1;
       case '!':
         return c1 == '=' ? 2 : 0;
-      case '+': case '%': case '@': case '&': case '|': case '^': case '=':
+      case '+':
+      case '%':
+      case '@':
+      case '&':
+      case '|':
+      case '^':
+      case '=':
         return c1 == '=' ? 2 : 1;
-      case '*': case '/': case '<': case '>': {
+      case '*':
+      case '/':
+      case '<':
+      case '>': {
         if (c1 == c0) return c2 == '=' ? 3 : 2;  // ** // << >> and their op= forms
         return c1 == '=' ? 2 : 1;
       }
@@ -587,39 +613,79 @@ const char* nfkc_ascii(char32_t c, char* buf) {
   if (c == 0x1D6A5) return one('j');
   if (c >= 0x1D7CE && c <= 0x1D7FF) return one(static_cast<char>('0' + (c - 0x1D7CE) % 10));
   switch (c) {
-    case 0xAA: return one('a');
-    case 0xBA: return one('o');
-    case 0x17F: return one('s');
-    case 0x2071: return one('i');
-    case 0x207F: return one('n');
-    case 0x2102: return one('C');
-    case 0x210A: return one('g');
-    case 0x210B: case 0x210C: case 0x210D: return one('H');
-    case 0x210E: return one('h');
-    case 0x2110: case 0x2111: return one('I');
-    case 0x2112: return one('L');
-    case 0x2113: return one('l');
-    case 0x2115: return one('N');
-    case 0x2119: return one('P');
-    case 0x211A: return one('Q');
-    case 0x211B: case 0x211C: case 0x211D: return one('R');
-    case 0x2124: case 0x2128: return one('Z');
-    case 0x212A: return one('K');
-    case 0x212C: return one('B');
-    case 0x212D: return one('C');
-    case 0x212F: return one('e');
-    case 0x2130: return one('E');
-    case 0x2131: return one('F');
-    case 0x2133: return one('M');
-    case 0x2134: return one('o');
-    case 0x2139: return one('i');
-    case 0xFB00: return "ff";
-    case 0xFB01: return "fi";
-    case 0xFB02: return "fl";
-    case 0xFB03: return "ffi";
-    case 0xFB04: return "ffl";
-    case 0xFB05: case 0xFB06: return "st";
-    default: return nullptr;
+    case 0xAA:
+      return one('a');
+    case 0xBA:
+      return one('o');
+    case 0x17F:
+      return one('s');
+    case 0x2071:
+      return one('i');
+    case 0x207F:
+      return one('n');
+    case 0x2102:
+      return one('C');
+    case 0x210A:
+      return one('g');
+    case 0x210B:
+    case 0x210C:
+    case 0x210D:
+      return one('H');
+    case 0x210E:
+      return one('h');
+    case 0x2110:
+    case 0x2111:
+      return one('I');
+    case 0x2112:
+      return one('L');
+    case 0x2113:
+      return one('l');
+    case 0x2115:
+      return one('N');
+    case 0x2119:
+      return one('P');
+    case 0x211A:
+      return one('Q');
+    case 0x211B:
+    case 0x211C:
+    case 0x211D:
+      return one('R');
+    case 0x2124:
+    case 0x2128:
+      return one('Z');
+    case 0x212A:
+      return one('K');
+    case 0x212C:
+      return one('B');
+    case 0x212D:
+      return one('C');
+    case 0x212F:
+      return one('e');
+    case 0x2130:
+      return one('E');
+    case 0x2131:
+      return one('F');
+    case 0x2133:
+      return one('M');
+    case 0x2134:
+      return one('o');
+    case 0x2139:
+      return one('i');
+    case 0xFB00:
+      return "ff";
+    case 0xFB01:
+      return "fi";
+    case 0xFB02:
+      return "fl";
+    case 0xFB03:
+      return "ffi";
+    case 0xFB04:
+      return "ffl";
+    case 0xFB05:
+    case 0xFB06:
+      return "st";
+    default:
+      return nullptr;
   }
 }
 
@@ -648,10 +714,11 @@ std::string normalize_identifier(std::string_view word) {
 
 namespace {
 
-constexpr std::string_view kKeywords[] = {
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def",
-    "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is",
-    "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"};
+constexpr std::string_view kKeywords[] = {"False",  "None",   "True",    "and",      "as",       "assert", "async",
+                                          "await",  "break",  "class",   "continue", "def",      "del",    "elif",
+                                          "else",   "except", "finally", "for",      "from",     "global", "if",
+                                          "import", "in",     "is",      "lambda",   "nonlocal", "not",    "or",
+                                          "pass",   "raise",  "return",  "try",      "while",    "with",   "yield"};
 
 // A perfect hash of the keywords' codes into 64 slots: a multiply, a shift and one comparison per
 // name (a switch over 35 codes was a chain of mispredicted branches). The multiplier was found by

@@ -34,11 +34,11 @@ constexpr std::uint64_t pack(std::string_view text) {
 
 struct Token {
   Tok kind;
-  bool keyword = false;      // a Name that is a hard keyword
+  bool keyword = false;        // a Name that is a hard keyword
   std::uint16_t brackets = 0;  // a String's open brackets around it (its f-string fields count on)
-  std::uint32_t begin, end;  // byte offsets into the source
+  std::uint32_t begin, end;    // byte offsets into the source
   Span span;
-  std::uint64_t code = 0;    // pack(text) for operators and names
+  std::uint64_t code = 0;  // pack(text) for operators and names
 };
 static_assert(sizeof(Token) == 40, "a token is read for every parser test: keep it five words");
 

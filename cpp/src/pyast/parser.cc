@@ -27,8 +27,8 @@ struct ParseFail {
 
 // Operator codes kept in Node::op (also used by op_name in tree.cc).
 constexpr std::string_view kBinOps[] = {"+", "-", "*", "@", "/", "%", "**", "<<", ">>", "|", "^", "&", "//"};
-constexpr std::string_view kAugOps[] = {"+=", "-=", "*=", "@=", "/=", "%=", "**=", "<<=", ">>=", "|=", "^=", "&=",
-                                        "//="};
+constexpr std::string_view kAugOps[] = {
+    "+=", "-=", "*=", "@=", "/=", "%=", "**=", "<<=", ">>=", "|=", "^=", "&=", "//="};
 
 std::uint16_t bin_op_code(std::string_view op) {
   for (std::uint16_t i = 0; i < std::size(kBinOps); ++i)
@@ -149,9 +149,8 @@ class Parser {
   void set_ident(NodeId n, const Token& t) {
     const std::string_view w = text(t);
     const bool ascii = t.code != kLongText ? (t.code & 0x8080808080808080ull) == 0
-                                           : std::all_of(w.begin(), w.end(), [](char c) {
-                                               return static_cast<unsigned char>(c) < 0x80;
-                                             });
+                                           : std::all_of(w.begin(), w.end(),
+                                                         [](char c) { return static_cast<unsigned char>(c) < 0x80; });
     if (ascii)
       set_token_text(n, t);
     else
@@ -814,8 +813,10 @@ class Parser {
     std::uint16_t level = 0;
     while (is_op(".") || is_op("...")) level += static_cast<std::uint16_t>(text(next()).size());
     tree_.mutable_node(n).op = level;
-    if (!is_kw("import")) tree_.set_text(n, dotted_name());
-    else if (level == 0) invalid();
+    if (!is_kw("import"))
+      tree_.set_text(n, dotted_name());
+    else if (level == 0)
+      invalid();
     expect_kw("import");
     if (is_op("*")) {
       const Token& star = next();
@@ -828,8 +829,10 @@ class Parser {
       const Token& first = expect_name();
       add(n, alias(ident(first), first), Role::names);
     } while (accept_op(","));
-    if (paren) expect_op(")");
-    else if (text(t_[i_ - 1]) == ",") fail("trailing comma not allowed without surrounding parentheses");
+    if (paren)
+      expect_op(")");
+    else if (text(t_[i_ - 1]) == ",")
+      fail("trailing comma not allowed without surrounding parentheses");
     return finish(n);
   }
 
@@ -872,7 +875,8 @@ class Parser {
     const Kind k = kind(target);
     if (k == Kind::Tuple) fail_node("only single target (not tuple) can be annotated", target);
     if (k == Kind::List) fail_node("only single target (not list) can be annotated", target);
-    if (k != Kind::Name && k != Kind::Attribute && k != Kind::Subscript) fail_node("illegal target for annotation", target);
+    if (k != Kind::Name && k != Kind::Attribute && k != Kind::Subscript)
+      fail_node("illegal target for annotation", target);
     next();  // ':'
     const NodeId n = start_at(Kind::AnnAssign, target, k == Kind::Name && !parenthesized(target) ? 1 : 0);
     add(n, target, Role::target);
@@ -883,23 +887,43 @@ class Parser {
 
   static const char* describe(Kind k) {
     switch (k) {
-      case Kind::Call: return "function call";
-      case Kind::Constant: return "literal";
-      case Kind::JoinedStr: return "f-string expression";
-      case Kind::BinOp: case Kind::UnaryOp: case Kind::BoolOp: return "expression";
-      case Kind::Compare: return "comparison";
-      case Kind::Lambda: return "lambda";
-      case Kind::IfExp: return "conditional expression";
-      case Kind::NamedExpr: return "named expression";
-      case Kind::Await: return "await expression";
-      case Kind::Yield: case Kind::YieldFrom: return "yield expression";
-      case Kind::Dict: return "dict literal";
-      case Kind::Set: return "set display";
-      case Kind::ListComp: return "list comprehension";
-      case Kind::SetComp: return "set comprehension";
-      case Kind::DictComp: return "dict comprehension";
-      case Kind::GeneratorExp: return "generator expression";
-      default: return "expression";
+      case Kind::Call:
+        return "function call";
+      case Kind::Constant:
+        return "literal";
+      case Kind::JoinedStr:
+        return "f-string expression";
+      case Kind::BinOp:
+      case Kind::UnaryOp:
+      case Kind::BoolOp:
+        return "expression";
+      case Kind::Compare:
+        return "comparison";
+      case Kind::Lambda:
+        return "lambda";
+      case Kind::IfExp:
+        return "conditional expression";
+      case Kind::NamedExpr:
+        return "named expression";
+      case Kind::Await:
+        return "await expression";
+      case Kind::Yield:
+      case Kind::YieldFrom:
+        return "yield expression";
+      case Kind::Dict:
+        return "dict literal";
+      case Kind::Set:
+        return "set display";
+      case Kind::ListComp:
+        return "list comprehension";
+      case Kind::SetComp:
+        return "set comprehension";
+      case Kind::DictComp:
+        return "dict comprehension";
+      case Kind::GeneratorExp:
+        return "generator expression";
+      default:
+        return "expression";
     }
   }
 
@@ -986,8 +1010,8 @@ class Parser {
     const Token& t = tok();
     if (t.kind == Tok::Name) {
       const std::string_view w = text(t);
-      return !t.keyword || w == "None" || w == "True" || w == "False" || w == "not" || w == "lambda" ||
-             w == "await" || w == "yield";
+      return !t.keyword || w == "None" || w == "True" || w == "False" || w == "not" || w == "lambda" || w == "await" ||
+             w == "yield";
     }
     if (t.kind == Tok::Number || t.kind == Tok::String) return true;
     if (t.kind != Tok::Op) return false;
@@ -1031,16 +1055,23 @@ class Parser {
   // the operator levels when nothing follows that continues an expression.
   bool starts_primary() const {
     const Token& t = tok();
-    if (t.kind == Tok::Name) return !t.keyword || t.code == pack("None") || t.code == pack("True") || t.code == pack("False");
+    if (t.kind == Tok::Name)
+      return !t.keyword || t.code == pack("None") || t.code == pack("True") || t.code == pack("False");
     if (t.kind == Tok::Number || t.kind == Tok::String) return true;
-    return t.kind == Tok::Op && (t.code == pack("(") || t.code == pack("[") || t.code == pack("{") || t.code == pack("..."));
+    return t.kind == Tok::Op &&
+           (t.code == pack("(") || t.code == pack("[") || t.code == pack("{") || t.code == pack("..."));
   }
 
   bool continues_expression() const {
     const Token& t = tok();
     if (t.kind == Tok::Op) {
       switch (t.code) {
-        case pack("**"): case pack("=="): case pack("!="): case pack("<"): case pack("<="): case pack(">"):
+        case pack("**"):
+        case pack("=="):
+        case pack("!="):
+        case pack("<"):
+        case pack("<="):
+        case pack(">"):
         case pack(">="):
           return true;
         default:
@@ -1049,7 +1080,12 @@ class Parser {
     }
     if (t.kind != Tok::Name) return false;
     switch (t.code) {
-      case pack("if"): case pack("and"): case pack("or"): case pack("not"): case pack("in"): case pack("is"):
+      case pack("if"):
+      case pack("and"):
+      case pack("or"):
+      case pack("not"):
+      case pack("in"):
+      case pack("is"):
         return true;
       default:
         return false;
@@ -1144,7 +1180,8 @@ class Parser {
         n = start_at(Kind::Compare, first);
         add(n, first, Role::left);
       }
-      if (tree_.node(n).first_child == tree_.node(n).last_child) tree_.mutable_node(n).op = static_cast<std::uint16_t>(op);
+      if (tree_.node(n).first_child == tree_.node(n).last_child)
+        tree_.mutable_node(n).op = static_cast<std::uint16_t>(op);
       add(n, bitwise_or(), Role::comparator);
     }
     return n == kNoNode ? first : finish(n);
@@ -1153,13 +1190,26 @@ class Parser {
   // Binary operators by precedence climbing: | ^ & (<< >>) (+ -) (* / // % @), loosest first.
   static int precedence(std::uint64_t code) {
     switch (code) {
-      case pack("|"): return 1;
-      case pack("^"): return 2;
-      case pack("&"): return 3;
-      case pack("<<"): case pack(">>"): return 4;
-      case pack("+"): case pack("-"): return 5;
-      case pack("*"): case pack("/"): case pack("//"): case pack("%"): case pack("@"): return 6;
-      default: return 0;
+      case pack("|"):
+        return 1;
+      case pack("^"):
+        return 2;
+      case pack("&"):
+        return 3;
+      case pack("<<"):
+      case pack(">>"):
+        return 4;
+      case pack("+"):
+      case pack("-"):
+        return 5;
+      case pack("*"):
+      case pack("/"):
+      case pack("//"):
+      case pack("%"):
+      case pack("@"):
+        return 6;
+      default:
+        return 0;
     }
   }
 
@@ -1348,9 +1398,13 @@ class Parser {
         next();
         const std::string_view w = text(t);
         ConstKind k = ConstKind::Int;
-        if (w.back() == 'j' || w.back() == 'J') k = ConstKind::Complex;
-        else if (w.size() > 1 && (w[1] == 'x' || w[1] == 'X' || w[1] == 'o' || w[1] == 'O' || w[1] == 'b' || w[1] == 'B')) k = ConstKind::Int;
-        else if (w.find_first_of(".eE") != std::string_view::npos) k = ConstKind::Float;
+        if (w.back() == 'j' || w.back() == 'J')
+          k = ConstKind::Complex;
+        else if (w.size() > 1 &&
+                 (w[1] == 'x' || w[1] == 'X' || w[1] == 'o' || w[1] == 'O' || w[1] == 'b' || w[1] == 'B'))
+          k = ConstKind::Int;
+        else if (w.find_first_of(".eE") != std::string_view::npos)
+          k = ConstKind::Float;
         const NodeId c = start(Kind::Constant, t, static_cast<std::uint16_t>(k));
         set_token_text(c, t);
         return finish(c);
@@ -1515,7 +1569,8 @@ class Parser {
     }
     if (any_bytes && any_str) fail_at("cannot mix bytes and nonbytes literals", first);
     if (!any_f) {
-      const NodeId c = start(Kind::Constant, first, static_cast<std::uint16_t>(any_bytes ? ConstKind::Bytes : ConstKind::Str));
+      const NodeId c =
+          start(Kind::Constant, first, static_cast<std::uint16_t>(any_bytes ? ConstKind::Bytes : ConstKind::Str));
       tree_.set_source_text(c, first.begin, t_[i_ - 1].end - first.begin);
       return finish(c);
     }
@@ -1557,7 +1612,8 @@ class Parser {
     if (line_starts_.empty()) {
       line_starts_.push_back(0);
       for (std::uint32_t k = 0; k < s_.size(); ++k)
-        if (s_[k] == '\n' || (s_[k] == '\r' && (k + 1 >= s_.size() || s_[k + 1] != '\n'))) line_starts_.push_back(k + 1);
+        if (s_[k] == '\n' || (s_[k] == '\r' && (k + 1 >= s_.size() || s_[k + 1] != '\n')))
+          line_starts_.push_back(k + 1);
     }
     const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset) - 1;
     line = static_cast<std::uint32_t>(it - line_starts_.begin()) + 1;
@@ -1579,7 +1635,9 @@ class Parser {
     start.brackets = brackets;
     Lexed lexed = tokenize(s_, start);
     if (lexed.error) throw ParseFail{*lexed.error};
-    if (lexed.tokens.size() <= 1) throw ParseFail{{position(f.begin).line, position(f.begin).col, "f-string: valid expression required before '}'"}};
+    if (lexed.tokens.size() <= 1)
+      throw ParseFail{
+          {position(f.begin).line, position(f.begin).col, "f-string: valid expression required before '}'"}};
     Parser inner(s_, std::move(lexed.tokens), tree_, line_starts_, depth_);
     return inner.field_expression();
   }
@@ -1612,8 +1670,8 @@ std::string cookie(std::string_view source) {
     std::size_t k = at + 7;
     while (k < line.size() && (line[k] == ' ' || line[k] == '\t')) ++k;
     std::string name;
-    while (k < line.size() && (std::isalnum(static_cast<unsigned char>(line[k])) || line[k] == '-' || line[k] == '_' ||
-                               line[k] == '.'))
+    while (k < line.size() &&
+           (std::isalnum(static_cast<unsigned char>(line[k])) || line[k] == '-' || line[k] == '_' || line[k] == '.'))
       name += line[k++];
     if (!name.empty()) return name;
   }
@@ -1630,9 +1688,10 @@ bool is_utf8_name(const std::string& n) { return n == "utf-8" || n == "utf8" || 
 // Encodings whose bytes below 0x80 are ASCII; their text is recoded byte-wise, which keeps the
 // structure (names, operators, lines) exact. Multi-byte East Asian encodings are accepted the same way.
 bool is_known_encoding(const std::string& n) {
-  static constexpr std::string_view known[] = {
-      "ascii", "us-ascii", "latin-1", "latin1", "l1", "iso-latin-1", "koi8-r", "koi8-u", "euc-jp", "shift-jis", "sjis",
-      "cp932", "gbk", "gb2312", "gb18030", "big5", "euc-kr", "cp949", "mac-roman", "macroman", "mbcs", "utf-16"};
+  static constexpr std::string_view known[] = {"ascii",     "us-ascii", "latin-1", "latin1",    "l1",     "iso-latin-1",
+                                               "koi8-r",    "koi8-u",   "euc-jp",  "shift-jis", "sjis",   "cp932",
+                                               "gbk",       "gb2312",   "gb18030", "big5",      "euc-kr", "cp949",
+                                               "mac-roman", "macroman", "mbcs",    "utf-16"};
   for (auto k : known)
     if (n == k) return true;
   return n.starts_with("iso-8859-") || n.starts_with("iso8859-") || n.starts_with("cp") || n.starts_with("windows-") ||

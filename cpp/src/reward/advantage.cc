@@ -46,8 +46,7 @@ std::vector<SegmentAdvantage> segment_advantages(std::span<const Reward> rewards
   const auto a_code = group_advantages(code, config.advantage, config.eps);
   std::vector<SegmentAdvantage> out;
   for (std::size_t i = 0; i < rewards.size(); ++i)
-    out.push_back(hrd ? SegmentAdvantage{config.alpha * a_plan[i], a_code[i]}
-                      : SegmentAdvantage{a_code[i], a_code[i]});
+    out.push_back(hrd ? SegmentAdvantage{config.alpha * a_plan[i], a_code[i]} : SegmentAdvantage{a_code[i], a_code[i]});
   return out;
 }
 

@@ -1,9 +1,9 @@
 // RewardConfig as JSON, both ways, with one-line errors naming the key and the accepted values.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "tritium/reward.h"
 
@@ -70,22 +70,35 @@ Result<RewardConfig> reward_config_from_json(const Json& j) {
   if (!j.is_object()) return Error{"reward config: must be a JSON object"};
   for (const auto& [key, value] : j.items()) {
     std::optional<Error> e;
-    if (key == "scheme") e = read_enum(value, "scheme", kSchemes, c.scheme);
-    else if (key == "shape") e = read_enum(value, "shape", kShapes, c.shape);
-    else if (key == "advantage") e = read_enum(value, "advantage", kMethods, c.advantage);
-    else if (key == "clip") e = read_number(value, "clip", c.clip);
-    else if (key == "threshold") e = read_number(value, "threshold", c.threshold);
-    else if (key == "alpha") e = read_number(value, "alpha", c.alpha);
-    else if (key == "beta") e = read_number(value, "beta", c.beta);
-    else if (key == "lambda") e = read_number(value, "lambda", c.lambda);
-    else if (key == "incorrect") e = read_number(value, "incorrect", c.incorrect);
-    else if (key == "coverage_weight") e = read_number(value, "coverage_weight", c.coverage_weight);
-    else if (key == "eps") e = read_number(value, "eps", c.eps);
-    else if (key == "penalties") e = read_penalties(value, c.penalties);
+    if (key == "scheme")
+      e = read_enum(value, "scheme", kSchemes, c.scheme);
+    else if (key == "shape")
+      e = read_enum(value, "shape", kShapes, c.shape);
+    else if (key == "advantage")
+      e = read_enum(value, "advantage", kMethods, c.advantage);
+    else if (key == "clip")
+      e = read_number(value, "clip", c.clip);
+    else if (key == "threshold")
+      e = read_number(value, "threshold", c.threshold);
+    else if (key == "alpha")
+      e = read_number(value, "alpha", c.alpha);
+    else if (key == "beta")
+      e = read_number(value, "beta", c.beta);
+    else if (key == "lambda")
+      e = read_number(value, "lambda", c.lambda);
+    else if (key == "incorrect")
+      e = read_number(value, "incorrect", c.incorrect);
+    else if (key == "coverage_weight")
+      e = read_number(value, "coverage_weight", c.coverage_weight);
+    else if (key == "eps")
+      e = read_number(value, "eps", c.eps);
+    else if (key == "penalties")
+      e = read_penalties(value, c.penalties);
     else if (key == "baseline") {
       if (value != "eager" && value != "compile")
         e = Error{fmt::format("reward config: \"baseline\" must be \"eager\" or \"compile\", not {}", value.dump())};
-      else c.baseline = value.get<std::string>();
+      else
+        c.baseline = value.get<std::string>();
     } else {
       e = Error{fmt::format("reward config: unknown key \"{}\" (see docs/rewards.md)", key)};
     }

@@ -1,15 +1,14 @@
 // Rewards from verdicts (docs/rewards.md): the per-sample components, and DRTriton's weights.
+#include "tritium/reward.h"
+
 #include <algorithm>
 #include <cmath>
-
-#include "tritium/reward.h"
 
 namespace tritium {
 namespace {
 
 bool is_valid(const std::string& status) {
-  return status != "invalid_syntax" && status != "invalid_functionality" && status != "hack" &&
-         status != "error";
+  return status != "invalid_syntax" && status != "invalid_functionality" && status != "hack" && status != "error";
 }
 
 // A speedup measured below the timing floor is noise: the sample counts as untimed.
@@ -27,9 +26,12 @@ double clipped(double speedup, double clip) { return clip > 0 ? std::min(speedup
 double shaped(std::optional<double> speedup, const RewardConfig& config) {
   const double s = speedup.value_or(1.0);
   switch (config.shape) {
-    case SpeedupShape::ratio: return clipped(s, config.clip);
-    case SpeedupShape::log: return std::log(clipped(s, config.clip));
-    case SpeedupShape::indicator: return s > config.threshold ? 1.0 : 0.0;
+    case SpeedupShape::ratio:
+      return clipped(s, config.clip);
+    case SpeedupShape::log:
+      return std::log(clipped(s, config.clip));
+    case SpeedupShape::indicator:
+      return s > config.threshold ? 1.0 : 0.0;
   }
   return 0;
 }
@@ -37,12 +39,16 @@ double shaped(std::optional<double> speedup, const RewardConfig& config) {
 // The scheme's scalar for one sample alone (DRTriton's needs the group: see group_rewards).
 double scalar_of(const Reward& r, const RewardConfig& config) {
   switch (config.scheme) {
-    case RewardScheme::correct: return r.r_correct + r.coverage;
-    case RewardScheme::speedup: return r.r_speedup + r.coverage;
+    case RewardScheme::correct:
+      return r.r_correct + r.coverage;
+    case RewardScheme::speedup:
+      return r.r_speedup + r.coverage;
     case RewardScheme::blended:
       return config.beta * r.r_correct + (1 - config.beta) * r.r_speedup + r.coverage;
-    case RewardScheme::hrd: return r.r_correct + config.alpha * r.r_speedup + r.coverage;
-    case RewardScheme::drtriton: return r.correct ? 1.0 + r.coverage : config.incorrect;
+    case RewardScheme::hrd:
+      return r.r_correct + config.alpha * r.r_speedup + r.coverage;
+    case RewardScheme::drtriton:
+      return r.correct ? 1.0 + r.coverage : config.incorrect;
   }
   return 0;
 }

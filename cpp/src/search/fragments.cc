@@ -1,9 +1,9 @@
 // Fragment search after DRTriton (docs/search.md): the task's compute operators, in topological
 // order, are cut into contiguous fragments of at most five; the emitter fuses only within a
 // fragment, so each partition is a different set of kernels for the same task.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "tritium/search.h"
 #include "tritium/synth.h"

@@ -1,12 +1,11 @@
 // Where samples come from (docs/llm.md): an HTTP endpoint, a model directory served by a child
 // model server, or the reference solutions synthesized tasks carry.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "tritium/process.h"
 #include "tritium/search.h"
@@ -33,9 +32,11 @@ class EmitterGenerator : public Generator {
     for (const auto& t : tasks_.tasks) {
       if (trimmed(t.source) != trimmed(*source)) continue;
       if (!t.meta.contains("solution") || !t.meta["solution"].is_string() || !t.meta.contains("plan"))
-        return Error{fmt::format("task {} has no reference solution: the emitter answers synthesized tasks "
-                                 "(tritium synth --with-solutions); `tritium search` emits kernels from the "
-                                 "traced DAG of others (stage fragments)", t.id)};
+        return Error{
+            fmt::format("task {} has no reference solution: the emitter answers synthesized tasks "
+                        "(with_solutions, tritium synth --with-solutions); `tritium search` emits kernels from the "
+                        "traced DAG of others (stage fragments)",
+                        t.id)};
       const Generation g{format_response(t.meta["plan"].get<std::string>(), t.meta["solution"].get<std::string>()),
                          "stop"};
       return std::vector<Generation>(std::max(sampling.n, 1), g);
@@ -43,6 +44,7 @@ class EmitterGenerator : public Generator {
     return Error{"the emitter does not know the prompt's task (it is not in the suite)"};
   }
   std::string name() const override { return "emitter"; }
+  bool emits_from_dag() const override { return true; }
 
  private:
   const Suite& tasks_;
@@ -103,7 +105,8 @@ class LocalModelGenerator : public Generator {
       }
       if (const int status = process::try_reap(child_); status != -1) {
         child_.pid = -1;
-        return Error{fmt::format("the model server exited ({}) before listening:\n{}", process::describe_wait_status(status),
+        return Error{fmt::format("the model server exited ({}) before listening:\n{}",
+                                 process::describe_wait_status(status),
                                  text ? text->substr(text->size() > 2000 ? text->size() - 2000 : 0) : "")};
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

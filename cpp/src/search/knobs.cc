@@ -57,7 +57,8 @@ std::vector<std::size_t> same_literals(const pyast::Tree& tree, const std::vecto
   std::vector<std::size_t> out;
   if (expr == pyast::kNoNode) return out;
   const auto& span = tree.node(expr).span;
-  const std::size_t begin = offset_of(starts, span.line, span.col), end = offset_of(starts, span.end_line, span.end_col);
+  const std::size_t begin = offset_of(starts, span.line, span.col),
+                    end = offset_of(starts, span.end_line, span.end_col);
   for (NodeId id = 0; id < tree.size(); ++id) {
     const auto& n = tree.node(id);
     if (n.kind != Kind::Constant || n.op != static_cast<std::uint16_t>(pyast::ConstKind::Int) || tree.text(id) != text)

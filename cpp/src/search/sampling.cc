@@ -1,8 +1,8 @@
 // Sampling runs (bench, distill): generate a chunk of tasks' samples concurrently, evaluate them
 // in one engine batch (parallel over the engine's jobs), hand the chunk over, go on.
-#include <fstream>
-
 #include <fmt/format.h>
+
+#include <fstream>
 
 #include "tritium/search.h"
 
@@ -13,7 +13,8 @@ void sample_tasks(const std::vector<const Task*>& tasks, Generator& generator, E
                   const std::function<void(std::size_t, std::size_t)>& progress) {
   Sampling sampling = options.sampling;
   sampling.n = std::max(options.samples, 1);
-  const std::size_t chunk = options.chunk ? options.chunk : 2 * static_cast<std::size_t>(std::max(options.concurrency, 1));
+  const std::size_t chunk =
+      options.chunk ? options.chunk : 2 * static_cast<std::size_t>(std::max(options.concurrency, 1));
   for (std::size_t start = 0; start < tasks.size(); start += chunk) {
     const std::size_t end = std::min(tasks.size(), start + chunk);
     std::vector<std::string> prompts;
@@ -30,7 +31,10 @@ void sample_tasks(const std::vector<const Task*>& tasks, Generator& generator, E
       }
       s.generations = std::move(*generated[i]);
       for (std::size_t k = 0; k < s.generations.size(); ++k)
-        items.push_back({fmt::format("{}#{}", s.task->id, k), *s.task, s.generations[k].text, true,
+        items.push_back({fmt::format("{}#{}", s.task->id, k),
+                         *s.task,
+                         s.generations[k].text,
+                         true,
                          {{"group", s.task->id}, {"sample", k}}});
     }
     auto verdicts = engine.evaluate(items);

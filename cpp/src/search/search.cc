@@ -2,12 +2,13 @@
 // model its last verdict, the emitter's fragment partitions, then launch-configuration tuning of
 // the best kernel, and a side-by-side rerun of the best against the best-of-1. Only `correct`
 // verdicts can win; with timings (GPU) the fastest wins, without them the first correct one.
-#include <algorithm>
-#include <set>
+#include "tritium/search.h"
 
 #include <fmt/format.h>
 
-#include "tritium/search.h"
+#include <algorithm>
+#include <set>
+
 #include "tritium/verify.h"
 
 namespace tritium::search {
@@ -38,8 +39,10 @@ double median(std::vector<double> xs) {
 std::string feedback(const Verdict& v) {
   if (!v.correct) return fmt::format("The evaluation rejected it: {}: {}", v.status, v.message);
   if (v.runtime_ms && v.ref_eager_ms)
-    return fmt::format("It is correct and runs in {:.4f} ms, against {:.4f} ms for PyTorch eager (speedup {:.2f}x). "
-                       "Make it faster.", *v.runtime_ms, *v.ref_eager_ms, v.speedup_eager.value_or(0));
+    return fmt::format(
+        "It is correct and runs in {:.4f} ms, against {:.4f} ms for PyTorch eager (speedup {:.2f}x). "
+        "Make it faster.",
+        *v.runtime_ms, *v.ref_eager_ms, v.speedup_eager.value_or(0));
   return "It is correct. Make it faster: fewer kernels, less memory traffic, better tiling.";
 }
 
@@ -51,7 +54,7 @@ class Searcher {
 
   SearchResult run() {
     if (options_.start_code) evaluate("given", {{*options_.start_code, "given"}});
-    const bool fragments_on = generator_ && generator_->name() == "emitter" && options_.fragment_budget > 0;
+    const bool fragments_on = generator_ && generator_->emits_from_dag() && options_.fragment_budget > 0;
     // The emitter answers only a synthesized task (its meta.solution); for any other, the
     // fragments stage's default fusion is the best-of-1, and best-of-N would only log an error.
     if (generator_ && options_.budget > 0 && !(fragments_on && !task_.meta.contains("solution"))) best_of_n();
@@ -71,7 +74,10 @@ class Searcher {
     std::vector<std::pair<std::string, std::string>> fresh;
     for (auto& [code, note] : code_and_notes) {
       if (!seen_.insert(sha256_hex(code)).second) continue;  // a repeat teaches nothing and costs GPU time
-      items.push_back({fmt::format("{}#{}", task_.id, result_.tried.size() + items.size()), task_, code, false,
+      items.push_back({fmt::format("{}#{}", task_.id, result_.tried.size() + items.size()),
+                       task_,
+                       code,
+                       false,
                        {{"stage", stage}}});
       fresh.emplace_back(std::move(code), std::move(note));
     }
@@ -80,7 +86,8 @@ class Searcher {
       Tried t{stage, std::move(fresh[i].first), verdicts[i], std::move(fresh[i].second)};
       const std::size_t index = result_.tried.size();
       if (t.verdict.runtime_ms) result_.timed = true;
-      if (!result_.best ? t.verdict.correct : better(t.verdict, result_.tried[*result_.best].verdict)) result_.best = index;
+      if (!result_.best ? t.verdict.correct : better(t.verdict, result_.tried[*result_.best].verdict))
+        result_.best = index;
       if (log_) log_({{"index", index}, {"stage", t.stage}, {"note", t.note}, {"verdict", to_json(t.verdict)}});
       result_.tried.push_back(std::move(t));
     }
@@ -108,7 +115,8 @@ class Searcher {
   void refine(int round) {
     if (result_.tried.empty()) return;
     std::size_t base = 0;
-    if (result_.best) base = *result_.best;
+    if (result_.best)
+      base = *result_.best;
     else
       for (std::size_t i = 1; i < result_.tried.size(); ++i)
         if (progress_of(result_.tried[i].verdict) > progress_of(result_.tried[base].verdict)) base = i;
@@ -162,7 +170,8 @@ class Searcher {
   // (the best-of-1's first timing may have run beside its torch.compile). A best that is not
   // correct every time, or not faster by the medians, gives way to the first.
   void confirm() {
-    if (!result_.timed || !result_.best || !result_.first || *result_.best == *result_.first || options_.confirm_rounds <= 0)
+    if (!result_.timed || !result_.best || !result_.first || *result_.best == *result_.first ||
+        options_.confirm_rounds <= 0)
       return;
     Confirmation c;
     c.first = *result_.first;
@@ -171,16 +180,24 @@ class Searcher {
       for (const bool is_best : {false, true}) {
         const std::size_t which = is_best ? c.best : c.first;
         const EvalItem item{fmt::format("{}#{}@{}", task_.id, which, round), task_, result_.tried[which].code, false,
-                            {{"stage", "confirm"}, {"of", which}}, true};
+                            {{"stage", "confirm"}, {"of", which}},           true};
         const Verdict v = engine_.evaluate({item}).front();
-        if (v.correct && v.runtime_ms) (is_best ? c.best_ms : c.first_ms).push_back(*v.runtime_ms);
-        else if (is_best) c.best_always_correct = false;
+        if (v.correct && v.runtime_ms)
+          (is_best ? c.best_ms : c.first_ms).push_back(*v.runtime_ms);
+        else if (is_best)
+          c.best_always_correct = false;
         if (log_)
-          log_({{"index", which}, {"stage", "confirm"}, {"note", fmt::format("rerun {}", round)}, {"verdict", to_json(v)}});
+          log_({{"index", which},
+                {"stage", "confirm"},
+                {"note", fmt::format("rerun {}", round)},
+                {"verdict", to_json(v)}});
       }
     if (!c.best_holds()) result_.best = c.first;
-    if (log_) log_({{"stage", "confirm"}, {"first_ms", median(c.first_ms)}, {"best_ms", median(c.best_ms)},
-                    {"kept", c.best_holds() ? "best" : "first"}});
+    if (log_)
+      log_({{"stage", "confirm"},
+            {"first_ms", median(c.first_ms)},
+            {"best_ms", median(c.best_ms)},
+            {"kept", c.best_holds() ? "best" : "first"}});
     result_.confirmation = std::move(c);
   }
 
@@ -212,18 +229,28 @@ Json to_json(const SearchResult& r) {
   Json tried = Json::array();
   for (std::size_t i = 0; i < r.tried.size(); ++i) {
     const auto& t = r.tried[i];
-    tried.push_back({{"index", i}, {"stage", t.stage}, {"note", t.note}, {"status", t.verdict.status},
+    tried.push_back({{"index", i},
+                     {"stage", t.stage},
+                     {"note", t.note},
+                     {"status", t.verdict.status},
                      {"runtime_ms", t.verdict.runtime_ms ? Json(*t.verdict.runtime_ms) : Json()},
                      {"speedup_eager", t.verdict.speedup_eager ? Json(*t.verdict.speedup_eager) : Json()}});
   }
-  Json out = {{"timed", r.timed}, {"best", r.best ? Json(*r.best) : Json()}, {"first", r.first ? Json(*r.first) : Json()},
+  Json out = {{"timed", r.timed},
+              {"best", r.best ? Json(*r.best) : Json()},
+              {"first", r.first ? Json(*r.first) : Json()},
               {"tried", tried}};
   if (const auto& c = r.confirmation) {  // the reruns' medians, not the search's flattering minimum
-    out["confirmation"] = {{"first", c->first}, {"best", c->best}, {"first_ms", c->first_ms}, {"best_ms", c->best_ms},
-                           {"best_always_correct", c->best_always_correct}, {"kept", c->best_holds() ? "best" : "first"}};
+    out["confirmation"] = {{"first", c->first},
+                           {"best", c->best},
+                           {"first_ms", c->first_ms},
+                           {"best_ms", c->best_ms},
+                           {"best_always_correct", c->best_always_correct},
+                           {"kept", c->best_holds() ? "best" : "first"}};
     out["search_speedup_over_first"] = *r.tried[c->first].verdict.runtime_ms / *r.tried[c->best].verdict.runtime_ms;
     out["speedup_over_first"] = c->best_holds() ? c->speedup() : 1.0;
-  } else if (r.best && r.first && r.timed && r.tried[*r.first].verdict.runtime_ms && r.tried[*r.best].verdict.runtime_ms) {
+  } else if (r.best && r.first && r.timed && r.tried[*r.first].verdict.runtime_ms &&
+             r.tried[*r.best].verdict.runtime_ms) {
     out["speedup_over_first"] = *r.tried[*r.first].verdict.runtime_ms / *r.tried[*r.best].verdict.runtime_ms;
   }
   return out;

@@ -1,9 +1,9 @@
 // The routes' logic (docs/serve.md): batch items -> verifier or engine -> verdicts, rewards.
 #include "api.h"
 
-#include "tritium/llm.h"
-
 #include <fmt/format.h>
+
+#include "tritium/llm.h"
 
 namespace tritium::serve {
 namespace {
@@ -37,21 +37,30 @@ std::optional<std::size_t> bad_utf8_at(std::string_view s) {
 // nlohmann's what() without its "[json.exception.parse_error.101] " prefix.
 std::string plain(const Json::exception& e) {
   std::string what = e.what();
-  if (const auto end = what.find("] "); what.rfind("[json.exception.", 0) == 0 && end != std::string::npos) what.erase(0, end + 2);
+  if (const auto end = what.find("] "); what.rfind("[json.exception.", 0) == 0 && end != std::string::npos)
+    what.erase(0, end + 2);
   return what;
 }
 
 const char* type_of(const Json& j) {
   switch (j.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::object: return "an object";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::boolean: return "a boolean";
-    case Json::value_t::number_float: return "a fractional number";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::boolean:
+      return "a boolean";
+    case Json::value_t::number_float:
+      return "a fractional number";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer";
-    default: return "something else";
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    default:
+      return "something else";
   }
 }
 
@@ -67,8 +76,9 @@ void optional_field(const Json& object, const char* key, const std::string& wher
 }
 
 bool is_int(const Json& j) {
-  return j.is_number_integer() && (j.is_number_unsigned() ? j.get<std::uint64_t>() <= INT32_MAX
-                                                          : j.get<std::int64_t>() >= INT32_MIN && j.get<std::int64_t>() <= INT32_MAX);
+  return j.is_number_integer() &&
+         (j.is_number_unsigned() ? j.get<std::uint64_t>() <= INT32_MAX
+                                 : j.get<std::int64_t>() >= INT32_MIN && j.get<std::int64_t>() <= INT32_MAX);
 }
 
 std::vector<TextSpan> token_spans(const Json& offsets) {
@@ -84,8 +94,9 @@ void check_token_offsets(const Json& offsets, const std::string& where) {
     const Json& pair = offsets[k];
     if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_unsigned() || !pair[1].is_number_unsigned() ||
         pair[0].get<std::uint64_t>() > pair[1].get<std::uint64_t>())
-      throw ApiError{400, fmt::format("{}[{}]: expected [begin, end], non-negative integers with begin <= end, got {}",
-                                      field, k, pair.dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 80))};
+      throw ApiError{
+          400, fmt::format("{}[{}]: expected [begin, end], non-negative integers with begin <= end, got {}", field, k,
+                           pair.dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 80))};
   }
 }
 
@@ -95,7 +106,8 @@ void check_item(const Json& item, std::size_t i, bool with_offsets) {
   if (!item.is_object()) wrong_type(where, "an object {\"code\" | \"response\", \"task\" | \"task_id\", ...}", item);
   for (const char* key : {"code", "response", "task", "task_id", "id"})
     optional_field(item, key, where, "a string", [](const Json& j) { return j.is_string(); });
-  optional_field(item, "group", where, "a string or a number", [](const Json& j) { return j.is_string() || j.is_number(); });
+  optional_field(item, "group", where, "a string or a number",
+                 [](const Json& j) { return j.is_string() || j.is_number(); });
   optional_field(item, "sample", where, "an integer", [](const Json& j) { return j.is_number_integer(); });
   optional_field(item, "level", where, "an integer", is_int);
   optional_field(item, "rerun", where, "true or false", [](const Json& j) { return j.is_boolean(); });
@@ -107,7 +119,11 @@ void check_item(const Json& item, std::size_t i, bool with_offsets) {
 void check_strings(const Json& body, const char* key, std::size_t size, bool required, bool nulls) {
   const auto it = body.find(key);
   if (it == body.end() || it->is_null()) {
-    if (required) throw ApiError{400, fmt::format("{}: missing; expected {{\"query\": [...], \"prompts\": [...], \"labels\"?: [...]}} (OpenRLHF)", key)};
+    if (required)
+      throw ApiError{
+          400,
+          fmt::format("{}: missing; expected {{\"query\": [...], \"prompts\": [...], \"labels\"?: [...]}} (OpenRLHF)",
+                      key)};
     return;
   }
   if (!it->is_array()) wrong_type(key, "an array of strings", *it);
@@ -135,7 +151,8 @@ Result<std::string> task_to_verify(const Json& item, const Suite& tasks, const s
 Json parse_body(const std::string& text) {
   if (auto at = bad_utf8_at(text))
     throw ApiError{400, fmt::format("the body is not valid UTF-8 (byte {}): send JSON as UTF-8 text, or escape the "
-                                    "characters as \\uXXXX", *at)};
+                                    "characters as \\uXXXX",
+                                    *at)};
   try {
     return Json::parse(text);
   } catch (const Json::out_of_range& e) {  // nlohmann: a number past a double's range
@@ -147,8 +164,11 @@ Json parse_body(const std::string& text) {
 
 Api::Api(Suite tasks, Engine& engine, Json reward_defaults, std::size_t max_items,
          std::function<void(const Verdict&)> record)
-    : tasks_(std::move(tasks)), engine_(engine), reward_defaults_(std::move(reward_defaults)),
-      max_items_(max_items), record_(std::move(record)) {}
+    : tasks_(std::move(tasks)),
+      engine_(engine),
+      reward_defaults_(std::move(reward_defaults)),
+      max_items_(max_items),
+      record_(std::move(record)) {}
 
 const Json& Api::items_of(const Json& body) const {
   if (!body.is_object()) wrong_type("the body", "a JSON object {\"items\": [...]} (docs/serve.md)", body);
@@ -163,7 +183,8 @@ const Json& Api::items_of(const Json& body) const {
 
 std::size_t Api::check(const std::string& route, const Json& body) const {
   if (route == "/get_reward") {
-    if (!body.is_object()) wrong_type("the body", "a JSON object {\"query\": [...], \"prompts\": [...]} (OpenRLHF)", body);
+    if (!body.is_object())
+      wrong_type("the body", "a JSON object {\"query\": [...], \"prompts\": [...]} (OpenRLHF)", body);
     check_strings(body, "query", 0, true, false);
     const std::size_t n = body["query"].size();
     if (n > max_items_) throw ApiError{413, fmt::format("{} queries in one request; the limit is {}", n, max_items_)};
@@ -182,17 +203,10 @@ Json Api::verify(const Json& body) const {
   Json out = Json::array();
   const Json& items = items_of(body);
   for (std::size_t i = 0; i < items.size(); ++i) {
-    const Json& item = items[i];
-    const Json& code = string_field(item, "code");
-    const Json& response = string_field(item, "response");
-    const auto task = task_to_verify(item, tasks_, fmt::format("item {}", i));
-    if (!task || code.is_string() == response.is_string()) {
-      const std::string message = !task ? task.error().message : "expected exactly one of \"code\" or \"response\" (a string)";
-      out.push_back({{"status", "error"}, {"message", message}, {"findings", Json::array()}});
-      continue;
-    }
-    const auto v = code.is_string() ? verify_code(code.get<std::string>(), *task) : verify_response(response.get<std::string>(), *task);
-    out.push_back(to_json(v));
+    const auto task = task_to_verify(items[i], tasks_, fmt::format("item {}", i));
+    const auto v = task ? verify_item(items[i], *task) : Result<Verification>(task.error());
+    out.push_back(v ? to_json(*v)
+                    : Json{{"status", "error"}, {"message", v.error().message}, {"findings", Json::array()}});
   }
   return {{"verdicts", out}};
 }
@@ -212,7 +226,8 @@ Json Api::evaluate(const Json& body) {
 RewardConfig Api::config_for(const Json& body) const {
   Json merged = reward_defaults_;
   if (body.contains("config") && !body["config"].is_null()) {
-    if (!body["config"].is_object()) wrong_type("config", "an object of reward settings (docs/rewards.md)", body["config"]);
+    if (!body["config"].is_object())
+      wrong_type("config", "an object of reward settings (docs/rewards.md)", body["config"]);
     merged.merge_patch(body["config"]);
   }
   auto config = reward_config_from_json(merged);
@@ -252,8 +267,7 @@ Json Api::get_reward(const Json& body) {
     const std::string prompt = prompts.is_array() ? prompts[i].get<std::string>() : "";
     const Json label = labels.is_array() ? labels[i] : Json();
     // The response is the query after its prompt; equal prompts form a group.
-    Json item = {{"response", query.rfind(prompt, 0) == 0 ? query.substr(prompt.size()) : query},
-                 {"group", prompt}};
+    Json item = {{"response", query.rfind(prompt, 0) == 0 ? query.substr(prompt.size()) : query}, {"group", prompt}};
     // A label is a task's source or a task id: an unknown id is the sample's error verdict, never
     // silently replaced by the prompt's task. Without a label, the prompt carries the task.
     const std::string text = label.is_string() ? label.get<std::string>() : "";

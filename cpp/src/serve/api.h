@@ -31,10 +31,10 @@ class Api {
   /// here: it gets an "error" verdict in its place.
   std::size_t check(const std::string& route, const Json& body) const;
 
-  Json verify(const Json& body) const;    // {"verdicts": [{status, findings}]}
-  Json evaluate(const Json& body);        // {"verdicts": [...]}
-  Json reward(const Json& body);          // {"verdicts": [...], "rewards": [...]}
-  Json get_reward(const Json& body);      // OpenRLHF: {"rewards", "scores", "extra_logs"}
+  Json verify(const Json& body) const;  // {"verdicts": [{status, findings}]}
+  Json evaluate(const Json& body);      // {"verdicts": [...]}
+  Json reward(const Json& body);        // {"verdicts": [...], "rewards": [...]}
+  Json get_reward(const Json& body);    // OpenRLHF: {"rewards", "scores", "extra_logs"}
 
  private:
   const Json& items_of(const Json& body) const;

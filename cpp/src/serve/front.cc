@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -24,15 +25,13 @@
 #include <string_view>
 #include <unordered_map>
 
-#include <fmt/format.h>
-
 namespace tritium::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kMaxHeaderBytes = 64u << 10;  // the whole header block; larger gets 431
-constexpr std::size_t kMaxChunkLine = 1024;          // a chunk-size line with its extensions
+constexpr std::size_t kMaxHeaderBytes = 64u << 10;       // the whole header block; larger gets 431
+constexpr std::size_t kMaxChunkLine = 1024;              // a chunk-size line with its extensions
 constexpr auto kSweep = std::chrono::milliseconds(100);  // how often deadlines are checked
 // After a refusal the front reads and drops what the client still sends, for at most this long, before
 // closing: closing a socket with unread bytes resets it, and the client would lose the answer.
@@ -40,22 +39,31 @@ constexpr auto kLinger = std::chrono::seconds(2);
 
 const char* reason(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 400: return "Bad Request";
-    case 408: return "Request Timeout";
-    case 413: return "Payload Too Large";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    default: return "Error";
+    case 100:
+      return "Continue";
+    case 400:
+      return "Bad Request";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 501:
+      return "Not Implemented";
+    default:
+      return "Error";
   }
 }
 
 // A whole answer the front sends itself, closing the connection after it.
 std::string closing_answer(int status, const std::string& message) {
   const std::string body = Json{{"error", message}}.dump(-1, ' ', false, Json::error_handler_t::replace);
-  return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{}\r\n{}",
-                     status, reason(status), body.size(), status == 429 ? "Retry-After: 1\r\n" : "", body);
+  return fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{}\r\n{}", status,
+      reason(status), body.size(), status == 429 ? "Retry-After: 1\r\n" : "", body);
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -91,7 +99,7 @@ struct Conn {
   int fd = -1;
   std::string peer;  // the per-client bound's key
   int peer_port = 0;
-  std::string in;    // bytes read and not yet answered; the request being framed starts at 0
+  std::string in;  // bytes read and not yet answered; the request being framed starts at 0
   Clock::time_point deadline;
   bool started = false;    // the current request's first byte has arrived (else the connection is idle)
   bool continued = false;  // "100 Continue" sent for the current request
@@ -105,7 +113,7 @@ struct Conn {
   std::size_t header_end = 0;  // 0 until found: the offset just past the blank line
   bool chunked = false;
   std::size_t content_length = 0;
-  std::size_t chunk_at = 0;    // chunked: the next chunk-size line
+  std::size_t chunk_at = 0;     // chunked: the next chunk-size line
   std::size_t chunk_bytes = 0;  // chunked: body bytes so far
   bool expect_continue = false;
   std::string method, path;
@@ -171,8 +179,8 @@ Step parse_header(Conn& c, std::size_t max_body) {
   }
   if (has_length && c.chunked) return refuse(400, "both Content-Length and Transfer-Encoding: send one");
   if (c.content_length > max_body)
-    return refuse(413, fmt::format("request body too large: {} bytes, the limit is {} (--max-body-mb)", c.content_length,
-                                   max_body));
+    return refuse(413, fmt::format("request body too large: {} bytes, the limit is {} (--max-body-mb)",
+                                   c.content_length, max_body));
   c.chunk_at = c.header_end;
   return {};
 }
@@ -188,7 +196,8 @@ Step frame(Conn& c, std::size_t max_body) {
         return refuse(431, fmt::format("the request header is over {} KiB", kMaxHeaderBytes >> 10));
       return {};
     }
-    if (end + 4 > kMaxHeaderBytes) return refuse(431, fmt::format("the request header is over {} KiB", kMaxHeaderBytes >> 10));
+    if (end + 4 > kMaxHeaderBytes)
+      return refuse(431, fmt::format("the request header is over {} KiB", kMaxHeaderBytes >> 10));
     c.header_end = end + 4;
     if (Step s = parse_header(c, max_body); s.kind == Step::kRefuse) return s;
   }
@@ -226,7 +235,8 @@ Step frame(Conn& c, std::size_t max_body) {
     if (c.chunk_bytes > max_body)
       return refuse(413, fmt::format("request body too large: over {} bytes (--max-body-mb)", max_body));
     if (c.in.size() < eol + 2 + size + 2) return {};
-    if (c.in.compare(eol + 2 + size, 2, "\r\n") != 0) return refuse(400, "bad chunked body: a chunk does not end in CRLF");
+    if (c.in.compare(eol + 2 + size, 2, "\r\n") != 0)
+      return refuse(400, "bad chunked body: a chunk does not end in CRLF");
     c.chunk_at = eol + 2 + size + 2;
   }
 }
@@ -324,12 +334,15 @@ struct Front::Impl {
 
   void close(Conn& c) {
     ::close(c.fd);  // which takes it out of epoll
-    if (auto it = per_client.find(c.peer); c.counted && it != per_client.end() && --it->second == 0) per_client.erase(it);
+    if (auto it = per_client.find(c.peer); c.counted && it != per_client.end() && --it->second == 0)
+      per_client.erase(it);
     conns.erase(&c);
   }
 
   // Best effort and without waiting: a client that does not read its answers is not waited for.
-  static void send_now(int fd, const std::string& bytes) { (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT); }
+  static void send_now(int fd, const std::string& bytes) {
+    (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
 
   void refuse(Conn& c, int status, const std::string& message) {
     send_now(c.fd, closing_answer(status, message));
@@ -369,8 +382,10 @@ struct Front::Impl {
       arm(ref, EPOLL_CTL_ADD);
       std::size_t& open = per_client[ref.peer];
       if (open >= options.max_client_connections) {  // refused, and lingering briefly outside the count
-        refuse(ref, 429, fmt::format("{} has {} connections open, the limit per client (--max-client-connections); "
-                                     "reuse or close them", ref.peer, open));
+        refuse(ref, 429,
+               fmt::format("{} has {} connections open, the limit per client (--max-client-connections); "
+                           "reuse or close them",
+                           ref.peer, open));
       } else {
         ++open;
         ref.counted = true;
@@ -427,8 +442,8 @@ struct Front::Impl {
         }
         return true;
       }
-      const bool fast = c.method == "GET" &&
-                        std::find(options.fast_paths.begin(), options.fast_paths.end(), c.path) != options.fast_paths.end();
+      const bool fast = c.method == "GET" && std::find(options.fast_paths.begin(), options.fast_paths.end(), c.path) !=
+                                                 options.fast_paths.end();
       if (!fast) {
         c.busy = true;
         pool->enqueue([this, conn = &c] { work(*conn); });
@@ -461,7 +476,8 @@ struct Front::Impl {
   void work(Conn& c) {
     bool closed = false;
     const bool close = stopping || c.eof || c.served + 1 >= options.max_requests_per_connection;
-    RequestStream stream(c, Clock::now() + std::chrono::duration_cast<Clock::duration>(seconds(options.read_timeout_s)), true);
+    RequestStream stream(c, Clock::now() + std::chrono::duration_cast<Clock::duration>(seconds(options.read_timeout_s)),
+                         true);
     const bool keep = answer(stream, close, closed) && !stream.failed() && !closed && !close;
     ++c.served;
     c.next_request();
@@ -511,7 +527,8 @@ struct Front::Impl {
       if (c->lingering)
         close(*c);
       else if (c->started)
-        refuse(*c, 408, fmt::format("the request did not arrive whole within {} s (--read-timeout)", options.read_timeout_s));
+        refuse(*c, 408,
+               fmt::format("the request did not arrive whole within {} s (--read-timeout)", options.read_timeout_s));
       else
         close(*c);  // idle past the keep-alive bound
     }
@@ -526,8 +543,10 @@ Result<std::unique_ptr<Front>> Front::listen(const std::string& host, int port, 
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  if (const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
-    return Error{fmt::format("cannot listen on {}:{}: {}; pass --host an address of this machine", host, port, gai_strerror(rc))};
+  if (const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), std::to_string(port).c_str(), &hints, &found);
+      rc != 0)
+    return Error{fmt::format("cannot listen on {}:{}: {}; pass --host an address of this machine", host, port,
+                             gai_strerror(rc))};
   int error = 0;
   for (addrinfo* ai = found; ai && impl->listen_fd < 0; ai = ai->ai_next) {
     const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
@@ -548,10 +567,11 @@ Result<std::unique_ptr<Front>> Front::listen(const std::string& host, int port, 
   }
   freeaddrinfo(found);
   if (impl->listen_fd < 0) {
-    const std::string why = error == EADDRINUSE      ? "the port is in use (another server is listening there); stop it or pick another --port"
-                            : error == EADDRNOTAVAIL ? "not an address of this machine; pick another --host"
-                            : error == EACCES        ? "permission denied (ports below 1024 need privileges); pick another --port"
-                                                     : std::strerror(error);
+    const std::string why =
+        error == EADDRINUSE ? "the port is in use (another server is listening there); stop it or pick another --port"
+        : error == EADDRNOTAVAIL ? "not an address of this machine; pick another --host"
+        : error == EACCES        ? "permission denied (ports below 1024 need privileges); pick another --port"
+                                 : std::strerror(error);
     return Error{fmt::format("cannot listen on {}:{}: {}", host, port, why)};
   }
   sockaddr_storage addr{};
@@ -561,7 +581,8 @@ Result<std::unique_ptr<Front>> Front::listen(const std::string& host, int port, 
   impl->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   impl->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   impl->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (impl->epoll_fd < 0 || impl->wake_fd < 0) return Error{fmt::format("cannot start the server: {}", std::strerror(errno))};
+  if (impl->epoll_fd < 0 || impl->wake_fd < 0)
+    return Error{fmt::format("cannot start the server: {}", std::strerror(errno))};
   epoll_event e{};
   e.events = EPOLLIN;
   e.data.ptr = nullptr;  // the listening socket

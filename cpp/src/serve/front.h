@@ -18,12 +18,12 @@
 namespace tritium::serve {
 
 struct FrontOptions {
-  double read_timeout_s = 30;        // a request's header and body, from its first byte; an answer's sending
-  double keep_alive_timeout_s = 30;  // an idle connection between requests is closed after this
+  double read_timeout_s = 30;                // a request's header and body, from its first byte; an answer's sending
+  double keep_alive_timeout_s = 30;          // an idle connection between requests is closed after this
   std::size_t max_client_connections = 128;  // open connections per peer address; more get 429
   std::size_t max_body_bytes = 16u << 20;    // a larger Content-Length is refused before its body is read
   std::size_t max_requests_per_connection = 1000;
-  int threads = 64;                    // workers that answer complete requests
+  int threads = 64;                     // workers that answer complete requests
   std::vector<std::string> fast_paths;  // GET targets answered on the front thread, never queued (/healthz)
 };
 
@@ -37,8 +37,8 @@ class Front {
  public:
   /// Binds and listens on host:port without SO_REUSEPORT, so a busy port is an error here rather than
   /// a port shared with another server. Nothing is served before run().
-  static Result<std::unique_ptr<Front>> listen(const std::string& host, int port, FrontOptions options,
-                                               Answer answer, Refused refused);
+  static Result<std::unique_ptr<Front>> listen(const std::string& host, int port, FrontOptions options, Answer answer,
+                                               Refused refused);
   ~Front();
   int port() const;
   /// Serves on the calling thread until stop(); returns once every worker has finished its request.

@@ -1,6 +1,7 @@
 // The HTTP server (docs/serve.md): the front (front.h) reads requests whole, cpp-httplib parses and
 // routes them; around the routes of api.cc, admission control, bearer auth, per-request timeouts,
 // Prometheus metrics and a graceful drain.
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <atomic>
@@ -10,8 +11,6 @@
 #include <mutex>
 #include <set>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "api.h"
 #include "front.h"
@@ -32,15 +31,20 @@ void answer(httplib::Response& res, int status, const Json& body) {
   res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
 }
 
-void refuse(httplib::Response& res, int status, const std::string& message) { answer(res, status, {{"error", message}}); }
+void refuse(httplib::Response& res, int status, const std::string& message) {
+  answer(res, status, {{"error", message}});
+}
 
 // The routes' server, fed by the front: cpp-httplib's parsing and dispatch without its accept loop.
 class Http : public httplib::Server {
  public:
-  bool answer(httplib::Stream& stream, bool close, bool& closed) { return process_request(stream, close, closed, nullptr); }
+  bool answer(httplib::Stream& stream, bool close, bool& closed) {
+    return process_request(stream, close, closed, nullptr);
+  }
 };
 
-const std::set<std::string> kRoutes = {"/v1/verify", "/v1/evaluate", "/v1/reward", "/get_reward", "/healthz", "/metrics"};
+const std::set<std::string> kRoutes = {"/v1/verify",  "/v1/evaluate", "/v1/reward",
+                                       "/get_reward", "/healthz",     "/metrics"};
 
 }  // namespace
 
@@ -73,8 +77,9 @@ struct Server::Impl {
     std::lock_guard lock(mutex);
     if (draining) return std::pair{503, std::string("the server is draining; retry on another endpoint")};
     if (items > options.max_pending)
-      return std::pair{413, fmt::format("{} items can never fit: the server evaluates at most {} at once (--max-pending)",
-                                        items, options.max_pending)};
+      return std::pair{
+          413, fmt::format("{} items can never fit: the server evaluates at most {} at once (--max-pending)", items,
+                           options.max_pending)};
     if (items > 0) {
       // Evaluations block their HTTP thread: keep some threads free for cheap routes.
       const auto eval_threads = static_cast<std::size_t>(std::max(1, options.threads - 8));
@@ -128,8 +133,9 @@ struct Server::Impl {
     } else {
       std::thread([work] { (*work)(); }).detach();
       if (result.wait_for(std::chrono::duration<double>(options.request_timeout_s)) == std::future_status::timeout)
-        return refuse(res, 504, fmt::format("not finished within {} s (the work goes on and will be cached)",
-                                            options.request_timeout_s));
+        return refuse(
+            res, 504,
+            fmt::format("not finished within {} s (the work goes on and will be cached)", options.request_timeout_s));
     }
     try {
       answer(res, 200, result.get());
@@ -177,10 +183,11 @@ struct Server::Impl {
       if (res.status == 404)
         refuse(res, 404, fmt::format("no route {} {} (docs/serve.md lists them)", req.method, req.path.substr(0, 200)));
       else
-        refuse(res, res.status, res.status == 400   ? "malformed HTTP request line or header"
-                                : res.status == 413 ? "request body too large"
-                                : res.status == 414 ? "request target too long"
-                                                    : fmt::format("HTTP {}", res.status));
+        refuse(res, res.status,
+               res.status == 400   ? "malformed HTTP request line or header"
+               : res.status == 413 ? "request body too large"
+               : res.status == 414 ? "request target too long"
+                                   : fmt::format("HTTP {}", res.status));
     });
     http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
       std::string what = "unknown";
@@ -227,7 +234,9 @@ Result<std::unique_ptr<Server>> Server::create(ServeOptions options) {
   auto listening = serve::Front::listen(
       options.host, options.port, std::move(front),
       [self](httplib::Stream& stream, bool close, bool& closed) { return self->http.answer(stream, close, closed); },
-      [self](const std::string& path, int status) { self->stats.request(kRoutes.count(path) ? path : "other", status, 0); });
+      [self](const std::string& path, int status) {
+        self->stats.request(kRoutes.count(path) ? path : "other", status, 0);
+      });
   if (!listening) return listening.error();
   impl->front = std::move(*listening);
   impl->port = impl->front->port();

@@ -28,17 +28,20 @@ std::string Stats::render(std::size_t pending_items, std::size_t busy_requests, 
       "# TYPE tritium_requests_total counter\n";
   for (const auto& [key, n] : requests_)
     out += fmt::format("tritium_requests_total{{route=\"{}\",code=\"{}\"}} {}\n", key.first, key.second, n);
-  out += "# HELP tritium_request_seconds Time from a request's arrival to its answer.\n"
-         "# TYPE tritium_request_seconds histogram\n";
+  out +=
+      "# HELP tritium_request_seconds Time from a request's arrival to its answer.\n"
+      "# TYPE tritium_request_seconds histogram\n";
   for (const auto& [route, h] : latency_) {
     for (std::size_t i = 0; i < kBuckets.size(); ++i)
-      out += fmt::format("tritium_request_seconds_bucket{{route=\"{}\",le=\"{}\"}} {}\n", route, kBuckets[i], h.counts[i]);
+      out +=
+          fmt::format("tritium_request_seconds_bucket{{route=\"{}\",le=\"{}\"}} {}\n", route, kBuckets[i], h.counts[i]);
     out += fmt::format("tritium_request_seconds_bucket{{route=\"{}\",le=\"+Inf\"}} {}\n", route, h.total);
     out += fmt::format("tritium_request_seconds_sum{{route=\"{}\"}} {}\n", route, h.sum);
     out += fmt::format("tritium_request_seconds_count{{route=\"{}\"}} {}\n", route, h.total);
   }
   out += "# HELP tritium_verdicts_total Verdicts returned, by status.\n# TYPE tritium_verdicts_total counter\n";
-  for (const auto& [status, n] : verdicts_) out += fmt::format("tritium_verdicts_total{{status=\"{}\"}} {}\n", status, n);
+  for (const auto& [status, n] : verdicts_)
+    out += fmt::format("tritium_verdicts_total{{status=\"{}\"}} {}\n", status, n);
   out += fmt::format(
       "# HELP tritium_cache_hits_total Verdicts served from the cache.\n# TYPE tritium_cache_hits_total counter\n"
       "tritium_cache_hits_total {}\n"

@@ -105,15 +105,16 @@ constexpr OpSpec kCatalog[] = {
   {"cat",              C::shape,      2, 1, 5, S::cat,            0, D::any,      D::any,     K::none,        0, "torch.cat([{0}, {1}], dim={dim})",               "", "", false, "view"},
   // ---- cumulative
   {"cumsum",           C::cumulative, 1, 1, 5, S::along,          0, D::any,      D::any,     K::per_input,   1, "torch.cumsum({0}, dim={dim})",                   "", "", true, ""},
-  {"cumprod",          C::cumulative, 1, 1, 5, S::along,          0, D::any,      D::any,     K::per_input,   1, "torch.cumprod({0}, dim={dim})",                  "", "", true, ""},
+  {"cumprod",          C::cumulative, 1, 1, 5, S::along_short,    0, D::any,      D::any,     K::per_input,   1, "torch.cumprod({0}, dim={dim})",                  "", "", true, ""},
   {"cummax",           C::cumulative, 1, 1, 5, S::along,          0, D::any,      D::any,     K::per_input,   1, "torch.cummax({0}, dim={dim}).values",            "", "", true, ""},
   {"cummin",           C::cumulative, 1, 1, 5, S::along,          0, D::any,      D::any,     K::per_input,   1, "torch.cummin({0}, dim={dim}).values",            "", "", true, ""},
   {"logcumsumexp",     C::cumulative, 1, 1, 5, S::along,          0, D::any,      D::any,     K::per_input,   5, "torch.logcumsumexp({0}, dim={dim})",             "", "", true, ""},
 };
 // clang-format on
 
-constexpr std::array<std::string_view, 12> kCategoryNames = {
-    "unary", "binary", "scalar", "select", "reduction", "softmax", "norm", "linalg", "conv", "pool", "shape", "cumulative"};
+constexpr std::array<std::string_view, 12> kCategoryNames = {"unary",     "binary",  "scalar", "select",
+                                                             "reduction", "softmax", "norm",   "linalg",
+                                                             "conv",      "pool",    "shape",  "cumulative"};
 
 }  // namespace
 

@@ -1,9 +1,9 @@
 // From a solved graph: its cost, its canonical hash, and its KernelBench-format source.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "graph.h"
 
@@ -22,7 +22,6 @@ std::int64_t numel(const TensorNode& t, const std::vector<std::int64_t>& values)
 bool uses(const OpSpec& op, std::string_view placeholder) {
   return op.code.find(placeholder) != std::string_view::npos || op.module.find(placeholder) != std::string_view::npos;
 }
-
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t x) {
   h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
@@ -77,7 +76,8 @@ std::string substitute(std::string_view text, const std::map<std::string, std::s
   std::string out;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const std::size_t close = text[i] == '{' ? text.find('}', i) : std::string_view::npos;
-    const auto it = close == std::string_view::npos ? args.end() : args.find(std::string(text.substr(i + 1, close - i - 1)));
+    const auto it =
+        close == std::string_view::npos ? args.end() : args.find(std::string(text.substr(i + 1, close - i - 1)));
     if (it == args.end()) {
       out += text[i];
     } else {
@@ -225,9 +225,15 @@ Task emit_task(const Graph& g, const std::vector<std::int64_t>& values, const Es
     op_names.emplace_back(op.name);
     const std::string attr = module_attr(n, i);
     std::map<std::string, std::string> args = {
-        {"0", tensor_name(g, n.operands[0], inputs)}, {"m", attr}, {"dim", std::to_string(n.dim)},
-        {"dim2", std::to_string(n.dim2)}, {"keepdim", n.keepdim ? "True" : "False"}, {"scalar", number(n.scalar)},
-        {"power", std::to_string(n.power)}, {"lo", number(n.lo)}, {"hi", number(n.hi)},
+        {"0", tensor_name(g, n.operands[0], inputs)},
+        {"m", attr},
+        {"dim", std::to_string(n.dim)},
+        {"dim2", std::to_string(n.dim2)},
+        {"keepdim", n.keepdim ? "True" : "False"},
+        {"scalar", number(n.scalar)},
+        {"power", std::to_string(n.power)},
+        {"lo", number(n.lo)},
+        {"hi", number(n.hi)},
         {"bn", std::to_string(std::max<int>(1, static_cast<int>(g.tensors[n.operands[0]].dims.size()) - 2))}};
     if (n.operands.size() > 1) args["1"] = tensor_name(g, n.operands[1], inputs);
     std::vector<std::string> perm;

@@ -3,10 +3,10 @@
 // reductions, softmax and norms get a row kernel each; matmul-like ops a tiled tl.dot kernel, whose
 // epilogue runs the elementwise group that reads its output when that is legal; shape ops stay
 // views (or glue copies). A graph with any other operator gets no solution.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "graph.h"
 
@@ -154,27 +154,41 @@ const RowKernel* row_kernel(std::string_view op) {
       {"amax", {"-float(\"inf\")", "    tl.store(out_ptr + p, tl.max(x, axis=1), mask=pmask)\n"}},
       {"min", {"float(\"inf\")", "    tl.store(out_ptr + p, tl.min(x, axis=1), mask=pmask)\n"}},
       {"amin", {"float(\"inf\")", "    tl.store(out_ptr + p, tl.min(x, axis=1), mask=pmask)\n"}},
-      {"var", {"0.0", "    d = tl.where(mask, x - (tl.sum(x, axis=1) / R)[:, None], 0.0)\n"
-                      "    tl.store(out_ptr + p, tl.sum(d * d, axis=1) / (R - 1), mask=pmask)\n"}},
-      {"std", {"0.0", "    d = tl.where(mask, x - (tl.sum(x, axis=1) / R)[:, None], 0.0)\n"
-                      "    tl.store(out_ptr + p, tl.sqrt(tl.sum(d * d, axis=1) / (R - 1)), mask=pmask)\n"}},
-      {"logsumexp", {"-float(\"inf\")", "    m = tl.max(x, axis=1)\n"
-                                         "    s = tl.sum(tl.exp(x - m[:, None]), axis=1)\n"
-                                         "    tl.store(out_ptr + p, m + tl.log(s), mask=pmask)\n"}},
+      {"var",
+       {"0.0",
+        "    d = tl.where(mask, x - (tl.sum(x, axis=1) / R)[:, None], 0.0)\n"
+        "    tl.store(out_ptr + p, tl.sum(d * d, axis=1) / (R - 1), mask=pmask)\n"}},
+      {"std",
+       {"0.0",
+        "    d = tl.where(mask, x - (tl.sum(x, axis=1) / R)[:, None], 0.0)\n"
+        "    tl.store(out_ptr + p, tl.sqrt(tl.sum(d * d, axis=1) / (R - 1)), mask=pmask)\n"}},
+      {"logsumexp",
+       {"-float(\"inf\")",
+        "    m = tl.max(x, axis=1)\n"
+        "    s = tl.sum(tl.exp(x - m[:, None]), axis=1)\n"
+        "    tl.store(out_ptr + p, m + tl.log(s), mask=pmask)\n"}},
       {"norm", {"0.0", "    tl.store(out_ptr + p, tl.sqrt(tl.sum(x * x, axis=1)), mask=pmask)\n"}},
-      {"softmax", {"-float(\"inf\")", "    e = tl.exp(x - tl.max(x, axis=1)[:, None])\n"
-                                       "    tl.store(out_ptr + offs, e / tl.sum(e, axis=1)[:, None], mask=mask)\n"}},
-      {"log_softmax", {"-float(\"inf\")", "    m = tl.max(x, axis=1)[:, None]\n"
-                                           "    s = tl.sum(tl.exp(x - m), axis=1)[:, None]\n"
-                                           "    tl.store(out_ptr + offs, x - m - tl.log(s), mask=mask)\n"}},
-      {"layer_norm", {"0.0", "    d = tl.where(mask, x - (tl.sum(x, axis=1) / R)[:, None], 0.0)\n"
-                             "    rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=1) / R + 1e-5)\n"
-                             "    w = tl.load(w_ptr + r, mask=r < R, other=0.0)\n"
-                             "    b = tl.load(b_ptr + r, mask=r < R, other=0.0)\n"
-                             "    tl.store(out_ptr + offs, d * rstd[:, None] * w[None, :] + b[None, :], mask=mask)\n"}},
-      {"rms_norm", {"0.0", "    rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / R + 1e-6)\n"
-                           "    w = tl.load(w_ptr + r, mask=r < R, other=0.0)\n"
-                           "    tl.store(out_ptr + offs, x * rstd[:, None] * w[None, :], mask=mask)\n"}},
+      {"softmax",
+       {"-float(\"inf\")",
+        "    e = tl.exp(x - tl.max(x, axis=1)[:, None])\n"
+        "    tl.store(out_ptr + offs, e / tl.sum(e, axis=1)[:, None], mask=mask)\n"}},
+      {"log_softmax",
+       {"-float(\"inf\")",
+        "    m = tl.max(x, axis=1)[:, None]\n"
+        "    s = tl.sum(tl.exp(x - m), axis=1)[:, None]\n"
+        "    tl.store(out_ptr + offs, x - m - tl.log(s), mask=mask)\n"}},
+      {"layer_norm",
+       {"0.0",
+        "    d = tl.where(mask, x - (tl.sum(x, axis=1) / R)[:, None], 0.0)\n"
+        "    rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=1) / R + 1e-5)\n"
+        "    w = tl.load(w_ptr + r, mask=r < R, other=0.0)\n"
+        "    b = tl.load(b_ptr + r, mask=r < R, other=0.0)\n"
+        "    tl.store(out_ptr + offs, d * rstd[:, None] * w[None, :] + b[None, :], mask=mask)\n"}},
+      {"rms_norm",
+       {"0.0",
+        "    rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / R + 1e-6)\n"
+        "    w = tl.load(w_ptr + r, mask=r < R, other=0.0)\n"
+        "    tl.store(out_ptr + offs, x * rstd[:, None] * w[None, :], mask=mask)\n"}},
   };
   const auto it = kRows.find(op);
   return it == kRows.end() ? nullptr : &it->second;
@@ -277,7 +291,8 @@ struct Writer {
     std::vector<int> external;
     for (int i : members)
       for (int t : g.nodes[i].operands)
-        if (!produced.count(t) && std::find(external.begin(), external.end(), t) == external.end()) external.push_back(t);
+        if (!produced.count(t) && std::find(external.begin(), external.end(), t) == external.end())
+          external.push_back(t);
     return external;
   }
 
@@ -366,9 +381,10 @@ struct Writer {
         "        {0}, t{1}, rows, size, inner, block, bp = _rows_layout({2}, {3}, {4})\n"
         "        _row_{5}[(triton.cdiv(rows, bp),)]({0}, t{1}, {6}, {7}, rows, size, inner, BLOCK=block, BP=bp)\n",
         x, n.out, name(n.operands[0]), dim, same ? "\"same\"" : (n.keepdim ? "True" : "False"), op, w, b);
-    plan.push_back(fmt::format("`_row_{}`: a row kernel for {} along dim {}; each program a tile of rows, every row whole in "
-                               "registers (BLOCK = next power of two of its length): one read and one write",
-                               op, op, dim));
+    plan.push_back(
+        fmt::format("`_row_{}`: a row kernel for {} along dim {}; each program a tile of rows, every row whole in "
+                    "registers (BLOCK = next power of two of its length): one read and one write",
+                    op, op, dim));
   }
 
   // How a matmul that makes tensor t ends: its kernel, extra launch arguments, lines after the launch
@@ -404,8 +420,9 @@ struct Writer {
       forward += fmt::format("        l1, l2, ep_strides = _ep_layout(shape, [{}])\n", names(external));
       e.args += fmt::format(", {}, l1, l2, *ep_strides", names(external));
       params += operand_params(external.size(), ", L1, L2", 4);
-      body += "    row = batch * M + rm\n    d2 = (row % L2)[:, None]\n    d1 = (row // L2 % L1)[:, None]\n"
-              "    d0 = (row // L2 // L1)[:, None]\n";
+      body +=
+          "    row = batch * M + rm\n    d2 = (row % L2)[:, None]\n    d1 = (row // L2 % L1)[:, None]\n"
+          "    d0 = (row // L2 // L1)[:, None]\n";
       helpers.insert(kEpilogueHelper);
     }
     body += fmt::format("    v{} = acc\n", t) +
@@ -433,14 +450,15 @@ struct Writer {
     forward += fmt::format("        {}[grid](a3, b3, {}, c, m, n, k, *strides{}, HAS_BIAS={}, BM=32, BN=32, BK=32)\n{}",
                            e.kernel, bias ? m + ".bias" : "c", e.args, bias ? "True" : "False", e.after);
     helpers.insert(kMatmulHelper);
-    plan.push_back(fmt::format("`{}`: {} as 32x32 output tiles stepping K by 32, tl.dot in fp32 (IEEE, no TF32, to "
-                               "meet the tolerance){}{}",
-                               e.kernel, op, bias ? ", bias added in the epilogue" : "", e.note));
+    plan.push_back(
+        fmt::format("`{}`: {} as 32x32 output tiles stepping K by 32, tl.dot in fp32 (IEEE, no TF32, to "
+                    "meet the tolerance){}{}",
+                    e.kernel, op, bias ? ", bias added in the epilogue" : "", e.note));
   }
 
   void view(const OpNode& n) {
-    std::map<std::string, std::string> args = {{"0", name(n.operands[0])}, {"dim", std::to_string(n.dim)},
-                                               {"dim2", std::to_string(n.dim2)}};
+    std::map<std::string, std::string> args = {
+        {"0", name(n.operands[0])}, {"dim", std::to_string(n.dim)}, {"dim2", std::to_string(n.dim2)}};
     std::vector<std::string> perm;
     for (int d : n.perm) perm.push_back(std::to_string(d));
     args["dims"] = fmt::format("{}", fmt::join(perm, ", "));

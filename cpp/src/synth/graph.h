@@ -114,8 +114,8 @@ struct InitCode {
 };
 InitCode init_code(const Graph& g, SizeNames& sizes);
 
-std::string module_attr(const OpNode& n, std::size_t index);  // "self.conv2d3"
-std::string tensor_name(const Graph& g, int t, const std::vector<int>& input_order);  // x0, t5, self.p2
+std::string module_attr(const OpNode& n, std::size_t index);                                    // "self.conv2d3"
+std::string tensor_name(const Graph& g, int t, const std::vector<int>& input_order);            // x0, t5, self.p2
 std::string substitute(std::string_view text, const std::map<std::string, std::string>& args);  // {name} -> value
 std::string number(double x);  // a Python literal of an attribute: 0.5, 2
 std::vector<std::int64_t> solved_shape(const TensorNode& t, const std::vector<std::int64_t>& values);

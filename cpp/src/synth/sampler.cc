@@ -39,11 +39,16 @@ class Builder {
 
   int free(Role role) {
     switch (role) {
-      case Role::batch: return s().free(1, p_.batch_hi, role);
-      case Role::rows: return s().free(p_.rows_lo, p_.rows_hi, role);
-      case Role::features: return s().free(p_.features_lo, p_.features_hi, role);
-      case Role::channels: return s().free(p_.channels_lo, p_.channels_hi, role);
-      default: return s().free(p_.spatial_lo, p_.spatial_hi, role);
+      case Role::batch:
+        return s().free(1, p_.batch_hi, role);
+      case Role::rows:
+        return s().free(p_.rows_lo, p_.rows_hi, role);
+      case Role::features:
+        return s().free(p_.features_lo, p_.features_hi, role);
+      case Role::channels:
+        return s().free(p_.channels_lo, p_.channels_hi, role);
+      default:
+        return s().free(p_.spatial_lo, p_.spatial_hi, role);
     }
   }
 
@@ -101,7 +106,8 @@ class Builder {
     std::vector<int> merges;
     for (int t = 0; t < static_cast<int>(g_.tensors.size()); ++t) {
       const auto& x = g_.tensors[t];
-      if (t != a && x.source == Source::node && x.dims.size() == dims_a.size() && (!positive || x.sign == Domain::positive))
+      if (t != a && x.source == Source::node && x.dims.size() == dims_a.size() &&
+          (!positive || x.sign == Domain::positive))
         merges.push_back(t);
     }
     if (!merges.empty() && chance(rng_, 0.5)) {
@@ -149,7 +155,8 @@ class Builder {
     Domain sign = op.result;
     switch (op.shape) {
       case ShapeRule::same:  // the attributes its code names
-        n.scalar = hundredths(op.category == Category::scalar ? 0.25 : 0.01, op.category == Category::scalar ? 3.0 : 0.3);
+        n.scalar =
+            hundredths(op.category == Category::scalar ? 0.25 : 0.01, op.category == Category::scalar ? 3.0 : 0.3);
         n.power = uniform(rng_, 2, 3);
         n.lo = -hundredths(0.1, 1.0);
         n.hi = hundredths(0.1, 1.0);
@@ -174,9 +181,10 @@ class Builder {
           out.erase(out.begin() + n.dim);
         break;
       case ShapeRule::along:
+      case ShapeRule::along_short:
         n.dim = uniform(rng_, 0, rank - 1);
         s().at_least(in[n.dim], 2);
-        if (op.name == "cumprod") s().at_most(in[n.dim], s().constant(16));
+        if (op.shape == ShapeRule::along_short) s().at_most(in[n.dim], s().constant(16));
         break;
       case ShapeRule::layer_norm:
       case ShapeRule::rms_norm:
@@ -202,7 +210,8 @@ class Builder {
       case ShapeRule::bmm: {
         std::vector<int> others;
         for (int t = 0; t < static_cast<int>(g_.tensors.size()); ++t)
-          if (t != *first && g_.tensors[t].source == Source::node && g_.tensors[t].dims.size() == 3) others.push_back(t);
+          if (t != *first && g_.tensors[t].source == Source::node && g_.tensors[t].dims.size() == 3)
+            others.push_back(t);
         int b;
         if (!others.empty() && chance(rng_, 0.5)) {
           b = others[uniform(rng_, 0, static_cast<int>(others.size()) - 1)];
@@ -303,7 +312,8 @@ OpPicker::OpPicker(const std::vector<const OpSpec*>& allowed) : allowed_(allowed
 const OpSpec* OpPicker::pick(Rng& rng) const {
   const std::int64_t least = *std::min_element(counts_.begin(), counts_.end());
   std::vector<double> weights(counts_.size());
-  for (std::size_t i = 0; i < counts_.size(); ++i) weights[i] = std::ldexp(1.0, -static_cast<int>(std::min<std::int64_t>(counts_[i] - least, 60)));
+  for (std::size_t i = 0; i < counts_.size(); ++i)
+    weights[i] = std::ldexp(1.0, -static_cast<int>(std::min<std::int64_t>(counts_[i] - least, 60)));
   return allowed_[std::discrete_distribution<std::size_t>(weights.begin(), weights.end())(rng)];
 }
 

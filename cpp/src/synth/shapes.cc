@@ -21,7 +21,9 @@ int ShapeProblem::conv_out(int in, int k, int s, int p, int d) {
 int ShapeProblem::conv_transpose_out(int in, int k, int s, int p, int d) {
   return add({Kind::conv_t, Role::derived, 0, 0, {in, k, s, p, d}});
 }
-int ShapeProblem::product(std::vector<int> factors) { return add({Kind::product, Role::derived, 0, 0, std::move(factors)}); }
+int ShapeProblem::product(std::vector<int> factors) {
+  return add({Kind::product, Role::derived, 0, 0, std::move(factors)});
+}
 int ShapeProblem::sum(int a, int b) { return add({Kind::sum, Role::derived, 0, 0, {a, b}}); }
 int ShapeProblem::quotient(int a, int b) { return add({Kind::quotient, Role::derived, 0, 0, {a, b}}); }
 

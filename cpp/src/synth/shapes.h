@@ -32,7 +32,7 @@ class ShapeProblem {
   int quotient(int a, int b);  // a / b; pair it with divisible(a, b)
 
   void equal(int a, int b);
-  void divisible(int a, int b);                                // a % b == 0
+  void divisible(int a, int b);                                          // a % b == 0
   void at_most(int a, int b, std::int64_t ka = 1, std::int64_t kb = 1);  // ka a <= kb b
   void at_least(int a, std::int64_t lo);
 

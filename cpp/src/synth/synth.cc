@@ -1,6 +1,8 @@
 // The driver: tasks in shards of fixed size, each shard its own random stream and coverage
 // counts, so the output depends on (options, index) only, not on the thread count; and the
 // coverage statistics of a synthesized suite.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -10,8 +12,6 @@
 #include <set>
 #include <thread>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 #include "graph.h"
 
@@ -82,9 +82,10 @@ ShardOut run_shard(const SynthOptions& o, std::size_t shard, std::size_t first_i
       done = true;
     }
     if (!done) {
-      out.error = Error{fmt::format("could not synthesize a task of difficulty {} from these operators within the "
-                                    "'{}' size profile after {} tries; widen --difficulty or --ops",
-                                    difficulty, o.size == SizeProfile::cpu ? "cpu" : "gpu", kGraphsPerTask)};
+      out.error =
+          Error{fmt::format("could not synthesize a task of difficulty {} from these operators within the "
+                            "'{}' size profile after {} tries; widen the difficulty or the ops",
+                            difficulty, o.size == SizeProfile::cpu ? "cpu" : "gpu", kGraphsPerTask)};
       return out;
     }
   }
@@ -92,11 +93,11 @@ ShardOut run_shard(const SynthOptions& o, std::size_t shard, std::size_t first_i
 }
 
 std::optional<Error> check_options(const SynthOptions& o, const std::vector<const OpSpec*>& ops) {
-  if (o.count == 0) return Error{"--count must be at least 1"};
+  if (o.count == 0) return Error{"count must be at least 1"};
   if (o.min_difficulty < 1 || o.max_difficulty > 20 || o.min_difficulty > o.max_difficulty)
-    return Error{fmt::format("--difficulty {}-{} is not a range within 1-20", o.min_difficulty, o.max_difficulty)};
+    return Error{fmt::format("difficulty {}-{} is not a range within 1-20", o.min_difficulty, o.max_difficulty)};
   if (std::none_of(ops.begin(), ops.end(), [](const OpSpec* op) { return op->compute; }))
-    return Error{"--ops selects no compute operator (shape operators alone have no difficulty)"};
+    return Error{"ops selects no compute operator (shape operators alone have no difficulty)"};
   return std::nullopt;
 }
 
@@ -208,7 +209,9 @@ Json coverage_stats(const std::vector<Task>& tasks, const std::vector<Category>&
           {"pairs_covered", pairs.size()},
           {"pairs_possible", counts.size() * counts.size()},
           {"difficulty", diff},
-          {"with_solution", asked ? Json{{"tasks", with_solution}, {"share", static_cast<double>(with_solution) / static_cast<double>(asked)}} : Json()},
+          {"with_solution", asked ? Json{{"tasks", with_solution},
+                                         {"share", static_cast<double>(with_solution) / static_cast<double>(asked)}}
+                                  : Json()},
           {"flops", range_of(flops)},
           {"est_ms", range_of(est_ms)}};
 }

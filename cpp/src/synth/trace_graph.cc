@@ -1,9 +1,9 @@
 // A traced task's DAG (python/tritium/runner/trace.py) as a synth Graph, so the Triton emitter can
 // write its ModelNew: every dimension is a constant, parameters are created in the Model's order,
 // and __init__ takes the Model's argument names.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "graph.h"
 
@@ -71,8 +71,8 @@ class Builder {
       return Error{fmt::format("traced operator '{}' has no Triton form in the emitter", name)};
     for (const auto& ref : j.value("operands", Json::array())) n.operands.push_back(operand(ref));
     if (static_cast<int>(n.operands.size()) != n.op->arity || std::count(n.operands.begin(), n.operands.end(), -1))
-      return Error{fmt::format("traced node {} ({}): bad operands {}", outs_.size(), name,
-                               j.value("operands", Json()).dump())};
+      return Error{
+          fmt::format("traced node {} ({}): bad operands {}", outs_.size(), name, j.value("operands", Json()).dump())};
     const Json attrs = j.value("attrs", Json::object());
     n.dim = attrs.value("dim", 0);
     n.dim2 = attrs.value("dim2", 0);

@@ -4,9 +4,9 @@
 // response, so the spans are exact by construction (also with "\r\n" line endings and multi-byte
 // text, since every cut falls on an ASCII character or a line start). The rules and their reasons
 // are in docs/extraction.md.
-#include <optional>
-
 #include <fmt/format.h>
+
+#include <optional>
 
 #include "tritium/verify.h"
 
@@ -205,9 +205,7 @@ std::vector<Block> scan_blocks(std::string_view s, TextSpan r) {
   return blocks;
 }
 
-std::string plural(std::size_t n, std::string_view word) {
-  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
-}
+std::string plural(std::size_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
 
 // Among Python blocks: the last one defining ModelNew, else the last one.
 const Block& choose_python(const std::vector<const Block*>& python, std::vector<std::string>& notes) {

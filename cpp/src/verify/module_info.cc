@@ -1,6 +1,5 @@
 #include "module_info.h"
 
-
 namespace tritium::verify {
 
 using pyast::Kind;
@@ -61,11 +60,21 @@ void scan_statements(ModuleInfo& info, NodeId parent, Scope scope, NodeId fn,
         const NodeId value = t.child(s, Role::value);
         if (fn == kNoNode || value == kNoNode) break;
         if (t.node(value).kind == Kind::Name) returned.emplace_back(fn, t.text(value));
-        if (t.node(value).kind == Kind::Call && is_kernel_decorator(info, value)) info.kernel_factories.emplace(t.text(fn));
+        if (t.node(value).kind == Kind::Call && is_kernel_decorator(info, value))
+          info.kernel_factories.emplace(t.text(fn));
         break;
       }
-      case Kind::If: case Kind::For: case Kind::AsyncFor: case Kind::While: case Kind::With: case Kind::AsyncWith:
-      case Kind::Try: case Kind::TryStar: case Kind::Match: case Kind::ExceptHandler: case Kind::match_case:
+      case Kind::If:
+      case Kind::For:
+      case Kind::AsyncFor:
+      case Kind::While:
+      case Kind::With:
+      case Kind::AsyncWith:
+      case Kind::Try:
+      case Kind::TryStar:
+      case Kind::Match:
+      case Kind::ExceptHandler:
+      case Kind::match_case:
         scan_statements(info, s, scope == Scope::module ? Scope::block : scope, fn, returned);
         break;
       default:

@@ -43,14 +43,14 @@ struct ModuleInfo {
   // Local name -> qualified path ("F" -> "torch.nn.functional"). Its keys are exactly the names
   // bound by imports (or assigned an imported path): from_module asks whether a chain starts at one.
   std::map<std::string, std::string, ShortFirst> aliases;
-  NodeByName functions;       // top-level functions that are not kernels (or in a top-level if/try/with block)
+  NodeByName functions;  // top-level functions that are not kernels (or in a top-level if/try/with block)
   // Triton kernels by name: defined anywhere but in a class body (top level, in an `if HAS_X:` block,
   // inside forward or a factory function), and names bound to `triton.jit(fn)` or to a factory's result.
   NodeByName kernels;
   std::vector<NodeId> kernel_defs;  // every kernel's def, wherever it is (names may repeat), sorted
   NameSet kernel_factories;         // functions and methods that return a kernel they define
-  NodeByName classes;         // top-level classes
-  NameSet module_variables;   // names assigned at module level
+  NodeByName classes;               // top-level classes
+  NameSet module_variables;         // names assigned at module level
   std::vector<NodeId> all_nodes;    // the whole tree in pre-order
   std::vector<NodeId> assignments;  // every Assign, in pre-order
   NodeId model_new = pyast::kNoNode;

@@ -1,13 +1,13 @@
 // The verifier's rules (docs/rules.md). Each rule reads the AST through ModuleInfo, so aliases
 // of torch and friends resolve to their qualified names before any check.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 #include "module_info.h"
 #include "tritium/verify.h"
@@ -29,9 +29,7 @@ class WordSet {
   WordSet(std::initializer_list<std::string_view> words) : words_(words) {
     for (std::string_view w : words) filter_ |= verify::name_filter_bit(w);
   }
-  bool contains(std::string_view word) const {
-    return (filter_ & verify::name_filter_bit(word)) && words_.count(word);
-  }
+  bool contains(std::string_view word) const { return (filter_ & verify::name_filter_bit(word)) && words_.count(word); }
 
  private:
   std::unordered_set<std::string_view> words_;
@@ -70,12 +68,12 @@ bool builds_layer(const ModuleInfo& info, NodeId call) {
 // torch.* calls that allocate, reshape, query or convert: never compute.
 const WordSet& torch_allowed() {
   static const WordSet s = {
-      "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-      "arange", "tensor", "as_tensor", "device", "Size", "is_tensor", "broadcast_shapes", "promote_types",
-      "result_type", "finfo", "iinfo", "get_default_dtype", "no_grad", "inference_mode", "enable_grad",
-      "is_floating_point", "is_grad_enabled", "set_grad_enabled", "dtype", "strided", "contiguous_format",
-      "cuda.synchronize", "cuda.current_device", "cuda.device", "cuda.get_device_properties", "cuda.is_available",
-      "cuda.device_count", "cuda.get_device_capability", "nn.Parameter", "nn.Module", "Tensor", "cuda.empty_cache",
+      "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "arange",
+      "tensor", "as_tensor", "device", "Size", "is_tensor", "broadcast_shapes", "promote_types", "result_type", "finfo",
+      "iinfo", "get_default_dtype", "no_grad", "inference_mode", "enable_grad", "is_floating_point", "is_grad_enabled",
+      "set_grad_enabled", "dtype", "strided", "contiguous_format", "cuda.synchronize", "cuda.current_device",
+      "cuda.device", "cuda.get_device_properties", "cuda.is_available", "cuda.device_count",
+      "cuda.get_device_capability", "nn.Parameter", "nn.Module", "Tensor", "cuda.empty_cache",
       // the function forms of the views the docs allow as methods
       "flatten", "reshape", "permute", "transpose", "t", "squeeze", "unsqueeze", "narrow", "movedim", "swapaxes"};
   return s;
@@ -84,25 +82,30 @@ const WordSet& torch_allowed() {
 // Tensor methods that compute (x.relu(), a.matmul(b), ...): delegation when called on tensors.
 const WordSet& compute_methods() {
   static const WordSet s = {
-      "matmul", "mm", "bmm", "mv", "dot", "einsum", "addmm", "addmm_", "baddbmm", "addbmm", "addmv", "addr", "relu",
-      "relu_", "sigmoid", "sigmoid_", "tanh", "tanh_", "exp", "exp_", "exp2", "log", "log_", "log1p", "log2",
-      "softmax", "log_softmax", "sum", "mean", "amax", "amin", "var", "std", "norm", "cumsum", "cumprod", "prod",
-      "logsumexp", "clamp", "clamp_", "clip", "abs", "abs_", "sqrt", "rsqrt", "pow", "pow_", "mul", "mul_", "add",
-      "add_", "sub", "sub_", "div", "div_", "neg", "erf", "sin", "cos", "square", "reciprocal", "gelu", "silu",
-      "softplus", "masked_fill", "masked_fill_", "max", "min", "argmax", "argmin", "topk", "sort", "maximum",
-      "minimum", "where", "layer_norm", "conv2d", "linear", "fill_", "copy_", "zero_", "normal_", "uniform_",
-      "lerp", "addcmul", "addcdiv", "floor", "ceil", "round", "sign", "tril", "triu", "outer", "kron", "cross",
-      "cummax", "cummin", "logical_and", "logical_or", "eq", "ne", "lt", "le", "gt", "ge", "all", "any",
-      "__matmul__", "__mul__", "__add__"};
+      "matmul",      "mm",           "bmm",         "mv",         "dot",        "einsum",    "addmm",   "addmm_",
+      "baddbmm",     "addbmm",       "addmv",       "addr",       "relu",       "relu_",     "sigmoid", "sigmoid_",
+      "tanh",        "tanh_",        "exp",         "exp_",       "exp2",       "log",       "log_",    "log1p",
+      "log2",        "softmax",      "log_softmax", "sum",        "mean",       "amax",      "amin",    "var",
+      "std",         "norm",         "cumsum",      "cumprod",    "prod",       "logsumexp", "clamp",   "clamp_",
+      "clip",        "abs",          "abs_",        "sqrt",       "rsqrt",      "pow",       "pow_",    "mul",
+      "mul_",        "add",          "add_",        "sub",        "sub_",       "div",       "div_",    "neg",
+      "erf",         "sin",          "cos",         "square",     "reciprocal", "gelu",      "silu",    "softplus",
+      "masked_fill", "masked_fill_", "max",         "min",        "argmax",     "argmin",    "topk",    "sort",
+      "maximum",     "minimum",      "where",       "layer_norm", "conv2d",     "linear",    "fill_",   "copy_",
+      "zero_",       "normal_",      "uniform_",    "lerp",       "addcmul",    "addcdiv",   "floor",   "ceil",
+      "round",       "sign",         "tril",        "triu",       "outer",      "kron",      "cross",   "cummax",
+      "cummin",      "logical_and",  "logical_or",  "eq",         "ne",         "lt",        "le",      "gt",
+      "ge",          "all",          "any",         "__matmul__", "__mul__",    "__add__"};
   return s;
 }
 
 const WordSet& forbidden_modules() {
   static const WordSet s = {
-      "os", "sys", "subprocess", "socket", "ctypes", "importlib", "inspect", "gc", "builtins", "pickle", "marshal",
-      "shutil", "signal", "pathlib", "io", "tempfile", "urllib", "http", "requests", "time", "random", "weakref",
-      "atexit", "resource", "cffi", "mmap", "code", "codeop", "runpy", "dill", "cloudpickle", "platform", "pty",
-      "fcntl", "select", "asyncore", "ssl", "ftplib", "smtplib", "telnetlib", "sqlite3", "shelve", "glob"};
+      "os",       "sys",     "subprocess", "socket",      "ctypes",   "importlib", "inspect",  "gc",     "builtins",
+      "pickle",   "marshal", "shutil",     "signal",      "pathlib",  "io",        "tempfile", "urllib", "http",
+      "requests", "time",    "random",     "weakref",     "atexit",   "resource",  "cffi",     "mmap",   "code",
+      "codeop",   "runpy",   "dill",       "cloudpickle", "platform", "pty",       "fcntl",    "select", "asyncore",
+      "ssl",      "ftplib",  "smtplib",    "telnetlib",   "sqlite3",  "shelve",    "glob"};
   return s;
 }
 
@@ -171,7 +174,8 @@ class Rules {
     if (info_.kernels.empty())
       error("syntax.no_kernel", root, "no @triton.jit kernel: the answer must define Triton kernels and launch them");
     if (info_.model_new == kNoNode)
-      error("syntax.no_model_new", root, "no top-level `class ModelNew`; the harness builds ModelNew(*get_init_inputs())");
+      error("syntax.no_model_new", root,
+            "no top-level `class ModelNew`; the harness builds ModelNew(*get_init_inputs())");
     for (const NodeId kernel : info_.kernel_defs) {
       const std::string_view name = t_.text(kernel);
       // The body only: a `tl.constexpr` annotation does no work. The search stops at the first use.
@@ -183,7 +187,8 @@ class Rules {
       bool uses_tl = false;
       for (NodeId stmt = t_.node(kernel).first_child; stmt != kNoNode && !uses_tl; stmt = t_.node(stmt).next_sibling)
         uses_tl = t_.node(stmt).role == Role::body && verify::find_node(t_, stmt, is_tl) != kNoNode;
-      if (!uses_tl) error("syntax.kernel_without_tl", kernel, fmt::format("kernel `{}` uses nothing from triton.language", name));
+      if (!uses_tl)
+        error("syntax.kernel_without_tl", kernel, fmt::format("kernel `{}` uses nothing from triton.language", name));
     }
   }
 
@@ -218,9 +223,10 @@ class Rules {
       const std::string_view rest = path.size() > 6 ? std::string_view(path).substr(6) : "";
       if (torch_allowed().contains(rest)) return;
       if (path_under(path, "torch.cuda") || path_under(path, "torch.testing") || path_under(path, "torch.backends") ||
-          path_under(path, "torch.random") || path_under(path, "torch.initial_seed") || path_under(path, "torch.seed") ||
-          path_under(path, "torch.manual_seed") || path_under(path, "torch.get_rng_state") ||
-          path_under(path, "torch.set_rng_state") || path.ends_with("._make_subclass"))
+          path_under(path, "torch.random") || path_under(path, "torch.initial_seed") ||
+          path_under(path, "torch.seed") || path_under(path, "torch.manual_seed") ||
+          path_under(path, "torch.get_rng_state") || path_under(path, "torch.set_rng_state") ||
+          path.ends_with("._make_subclass"))
         return;  // no compute: streams, graphs, RNG probes and subclasses are the hack rules' business
       if (path_under(path, "torch.nn") && !path_under(path, "torch.nn.functional")) {
         // nn.Linear(...)(x): constructing a layer is fine in __init__; calling it is module_call.
@@ -287,7 +293,8 @@ class Rules {
           break;
         case Kind::ClassDef:
           verify::for_each_child(t_, n, Role::base, [&](NodeId b) {
-            if (info_.qualified_root(b) == "torch" && (path_under(q(b), "torch.Tensor") || path_under(q(b), "torch._C")))
+            if (info_.qualified_root(b) == "torch" &&
+                (path_under(q(b), "torch.Tensor") || path_under(q(b), "torch._C")))
               error("hack.tensor_subclass", n, "a torch.Tensor subclass can defer or fake the work");
           });
           break;
@@ -317,8 +324,7 @@ class Rules {
           });
           break;
         case Kind::Global:
-          if (in_graph_[n])
-            error("hack.output_cache", n, "`global` in the forward path keeps state across calls");
+          if (in_graph_[n]) error("hack.output_cache", n, "`global` in the forward path keeps state across calls");
           break;
         default:
           break;
@@ -349,7 +355,8 @@ class Rules {
     for (const std::string& m : modules) {
       const std::string root = m.substr(0, m.find('.'));
       if (concurrency_modules().contains(root))
-        error("hack.concurrency", n, fmt::format("`{}`: threads and processes can run work outside the timed call", root));
+        error("hack.concurrency", n,
+              fmt::format("`{}`: threads and processes can run work outside the timed call", root));
       else if (forbidden_modules().contains(root) || path_under(m, "numpy.random"))
         error("hack.forbidden_module:" + root, n, fmt::format("importing `{}` is not allowed in a candidate", root));
       if (root == "task" || root == "reference" || root == "harness" || root == "tritium")
@@ -378,15 +385,16 @@ class Rules {
 
   void attribute_rules(NodeId n) {
     const std::string_view attr = t_.text(n);
-    static const WordSet dunder = {"__dict__", "__class__", "__subclasses__", "__globals__", "__code__",
-                                   "__closure__", "__mro__", "__bases__", "__builtins__", "f_back",
-                                   "f_globals", "f_locals", "__getattribute__", "_getframe"};
+    static const WordSet dunder = {"__dict__",    "__class__", "__subclasses__",   "__globals__",  "__code__",
+                                   "__closure__", "__mro__",   "__bases__",        "__builtins__", "f_back",
+                                   "f_globals",   "f_locals",  "__getattribute__", "_getframe"};
     if (dunder.contains(attr)) error("hack.dynamic_code", n, fmt::format("`.{}` reaches interpreter internals", attr));
     if (attr == "_make_subclass") error("hack.tensor_subclass", n, "_make_subclass builds a tensor subclass");
     if (attr == "training" && in_graph_[n]) {
       const NodeId base = t_.child(n, Role::value);
       if (t_.node(base).kind == Kind::Name && t_.text(base) == "self")
-        error("hack.training_branch", n, "reading self.training in the forward path: the work must not depend on the mode");
+        error("hack.training_branch", n,
+              "reading self.training in the forward path: the work must not depend on the mode");
     }
     path_rules(n);
   }
@@ -438,9 +446,9 @@ class Rules {
     }
     const std::string_view name = t_.text(callee);
     if (info_.functions.count(name) || info_.classes.count(name)) return;  // the module's own
-    static const WordSet dynamic = {"exec", "eval", "compile", "__import__", "globals", "locals",
-                                    "vars", "breakpoint"};
-    if (dynamic.contains(name)) error("hack.dynamic_code", n, fmt::format("`{}()` runs or inspects code dynamically", name));
+    static const WordSet dynamic = {"exec", "eval", "compile", "__import__", "globals", "locals", "vars", "breakpoint"};
+    if (dynamic.contains(name))
+      error("hack.dynamic_code", n, fmt::format("`{}()` runs or inspects code dynamically", name));
     if (name == "open" || name == "input") error("hack.file_env", n, fmt::format("`{}()` reads files or input", name));
     if (name == "id" && in_graph_[n])
       error("hack.output_cache", n, "id() in the forward path keys results on object identity");
@@ -556,7 +564,8 @@ class Rules {
   std::optional<Slot> mutated_slot(NodeId callee) const {
     const NodeId base = t_.child(callee, Role::value);
     if (auto slot = slot_of(base)) return slot;
-    if (t_.node(base).kind == Kind::Name && info_.module_variables.count(t_.text(base))) return Slot{false, t_.text(base)};
+    if (t_.node(base).kind == Kind::Name && info_.module_variables.count(t_.text(base)))
+      return Slot{false, t_.text(base)};
     return std::nullopt;
   }
 
@@ -600,9 +609,21 @@ class Rules {
     switch (node.kind) {
       case Kind::Constant:
         return true;
-      case Kind::Tuple: case Kind::List: case Kind::Set: case Kind::Dict: case Kind::DictItem: case Kind::BinOp:
-      case Kind::UnaryOp: case Kind::BoolOp: case Kind::Compare: case Kind::IfExp: case Kind::JoinedStr:
-      case Kind::FormattedValue: case Kind::Slice: case Kind::Starred: case Kind::keyword:
+      case Kind::Tuple:
+      case Kind::List:
+      case Kind::Set:
+      case Kind::Dict:
+      case Kind::DictItem:
+      case Kind::BinOp:
+      case Kind::UnaryOp:
+      case Kind::BoolOp:
+      case Kind::Compare:
+      case Kind::IfExp:
+      case Kind::JoinedStr:
+      case Kind::FormattedValue:
+      case Kind::Slice:
+      case Kind::Starred:
+      case Kind::keyword:
         for (NodeId c = node.first_child; c != kNoNode; c = t_.node(c).next_sibling)
           if (!config_value(c, scope, depth + 1)) return false;
         return true;
@@ -616,7 +637,10 @@ class Rules {
         assumed_.resize(assumed);
         return ok;
       }
-      case Kind::GeneratorExp: case Kind::ListComp: case Kind::SetComp: case Kind::DictComp: {
+      case Kind::GeneratorExp:
+      case Kind::ListComp:
+      case Kind::SetComp:
+      case Kind::DictComp: {
         const std::size_t assumed = assumed_.size();
         bool ok = true;
         verify::for_each_child(t_, e, Role::generator, [&](NodeId g) {
@@ -661,16 +685,17 @@ class Rules {
     if (t_.node(f).kind == Kind::Name && !info_.from_module(f)) {
       const std::string_view name = t_.text(f);
       if (name == "len" || name == "isinstance") return true;  // a size or a type, whatever the argument
-      static const WordSet builtins = {"min", "max", "int", "float", "bool", "abs", "round", "tuple", "list",
-                                       "dict", "range", "zip", "enumerate", "sum", "divmod", "pow", "sorted",
-                                       "reversed", "any", "all", "str"};
+      static const WordSet builtins = {"min",    "max",  "int",    "float",    "bool", "abs",       "round",
+                                       "tuple",  "list", "dict",   "range",    "zip",  "enumerate", "sum",
+                                       "divmod", "pow",  "sorted", "reversed", "any",  "all",       "str"};
       return builtins.contains(name) && !info_.functions.count(name) && !info_.classes.count(name) && args_config();
     }
     if (t_.node(f).kind != Kind::Attribute) return false;
     if (info_.from_module(f)) {
       const std::string path = q(f);
-      if (path_under(path, "torch.cuda.get_device_properties") || path_under(path, "torch.cuda.get_device_capability") ||
-          path_under(path, "torch.cuda.device_count") || path_under(path, "torch.cuda.current_device"))
+      if (path_under(path, "torch.cuda.get_device_properties") ||
+          path_under(path, "torch.cuda.get_device_capability") || path_under(path, "torch.cuda.device_count") ||
+          path_under(path, "torch.cuda.current_device"))
         return true;
       return (path_under(path, "math") || path == "triton.cdiv" || path == "triton.next_power_of_2" ||
               path == "triton.Config" || path == "torch.Size") &&
@@ -680,8 +705,8 @@ class Rules {
     static const WordSet lookups = {"get", "setdefault", "pop", "copy", "keys", "values", "items"};
     if (lookups.contains(t_.text(f))) return config_value(t_.child(f, Role::value), scope, depth + 1) && args_config();
     // Size queries of a tensor: numbers, not its data.
-    static const WordSet queries = {"numel", "size", "stride", "dim", "element_size", "storage_offset",
-                                    "is_contiguous", "nelement", "ndimension", "get_device"};
+    static const WordSet queries = {"numel",          "size",          "stride",   "dim",        "element_size",
+                                    "storage_offset", "is_contiguous", "nelement", "ndimension", "get_device"};
     return queries.contains(t_.text(f)) && args_config();
   }
 
@@ -748,8 +773,9 @@ class Rules {
   NodeId binder_of(NodeId name) {
     ensure_parents();
     NodeId u = name;
-    while (parent_[u] != kNoNode && (t_.node(parent_[u]).kind == Kind::Tuple || t_.node(parent_[u]).kind == Kind::List ||
-                                     t_.node(parent_[u]).kind == Kind::Starred))
+    while (parent_[u] != kNoNode &&
+           (t_.node(parent_[u]).kind == Kind::Tuple || t_.node(parent_[u]).kind == Kind::List ||
+            t_.node(parent_[u]).kind == Kind::Starred))
       u = parent_[u];
     const NodeId p = parent_[u];
     if (p == kNoNode) return kNoNode;
@@ -841,8 +867,8 @@ class Rules {
       const NodeId call = parent_[p];
       if (call != kNoNode && t_.node(call).kind == Kind::Call && t_.node(p).role == Role::func) {
         const std::string_view method = t_.text(p);
-        if (method == "setdefault" || (method == "get" && t_.children(call, Role::arg).size() == 1 &&
-                                       t_.child(call, Role::keyword) == kNoNode)) {
+        if (method == "setdefault" ||
+            (method == "get" && t_.children(call, Role::arg).size() == 1 && t_.child(call, Role::keyword) == kNoNode)) {
           got = got || method == "get";
           u = call;
           continue;
@@ -857,7 +883,7 @@ class Rules {
     if (p == kNoNode) return false;
     const Role role = t_.node(u).role;
     const Kind pk = t_.node(p).kind;
-    if (written_by(u)) return true;  // the write itself, checked on its own
+    if (written_by(u)) return true;                               // the write itself, checked on its own
     if (pk == Kind::Compare) return guards_filling(p, u, probe);  // before launches: `key in cache` as an argument
     if (!got && in_launch(u)) return true;
     if (pk == Kind::Assign && role == Role::value) {
@@ -889,8 +915,9 @@ class Rules {
 
   bool written_by(NodeId u) {
     NodeId x = u;
-    while (parent_[x] != kNoNode && (t_.node(parent_[x]).kind == Kind::Tuple || t_.node(parent_[x]).kind == Kind::List ||
-                                     t_.node(parent_[x]).kind == Kind::Starred))
+    while (parent_[x] != kNoNode &&
+           (t_.node(parent_[x]).kind == Kind::Tuple || t_.node(parent_[x]).kind == Kind::List ||
+            t_.node(parent_[x]).kind == Kind::Starred))
       x = parent_[x];
     const NodeId p = parent_[x];
     if (p == kNoNode || t_.node(x).role != Role::target) return false;
@@ -910,7 +937,8 @@ class Rules {
                            t_.node(other).op == static_cast<std::uint16_t>(pyast::ConstKind::None);
     if (!membership && !none_test) return false;
     NodeId u = compare;
-    while (parent_[u] != kNoNode && (t_.node(parent_[u]).kind == Kind::BoolOp || t_.node(parent_[u]).kind == Kind::UnaryOp))
+    while (parent_[u] != kNoNode &&
+           (t_.node(parent_[u]).kind == Kind::BoolOp || t_.node(parent_[u]).kind == Kind::UnaryOp))
       u = parent_[u];
     const NodeId stmt = parent_[u];
     if (stmt == kNoNode || t_.node(stmt).kind != Kind::If || t_.node(u).role != Role::test) return false;
@@ -935,7 +963,8 @@ class Rules {
       if (t_.node(n).kind == Kind::Name && t_.text(n) == local && binder_of(n) == kNoNode) uses.push_back(n);
     });
     // A probe only tested (`if cache.get(key) is None: fill`) tells nothing to anything else.
-    const bool used = std::any_of(uses.begin(), uses.end(), [&](NodeId n) { return t_.node(parent_[n]).kind != Kind::Compare; });
+    const bool used =
+        std::any_of(uses.begin(), uses.end(), [&](NodeId n) { return t_.node(parent_[n]).kind != Kind::Compare; });
     bool guarded = !probe || !used;
     for (NodeId n : uses) {
       if (!read_use_ok(n, slot, depth, probe && used ? local : std::string_view())) return false;
@@ -975,7 +1004,7 @@ class Rules {
   std::map<Slot, int> write_sites_;
   std::vector<std::string_view> assumed_;  // names bound to configurations: a lambda's, a comprehension's
   std::vector<std::pair<NodeId, std::string_view>> resolving_;  // names being resolved, by scope
-  std::optional<Slot> evaluating_;  // the state whose written values are being checked
+  std::optional<Slot> evaluating_;                              // the state whose written values are being checked
   int budget_ = 0;  // steps left for one check: a name chain is not followed forever
 };
 
@@ -1079,6 +1108,15 @@ Verification verify_response(std::string_view response, std::string_view task_so
   const Extraction extraction = extract_response(response);
   if (!extraction.has_code) return finish({{"syntax.no_code", "error", 0, 0, "the response holds no code block"}});
   return verify_code(extraction.code, task_source);
+}
+
+Result<Verification> verify_item(const Json& item, std::string_view task_source) {
+  const auto text = [&](const char* key) { return item.is_object() && item.contains(key) ? &item[key] : nullptr; };
+  const Json *code = text("code"), *response = text("response");
+  if (!code == !response || !(code ? code : response)->is_string())
+    return Error{"expected exactly one of \"code\" or \"response\", a string"};
+  return code ? verify_code(code->get<std::string>(), task_source)
+              : verify_response(response->get<std::string>(), task_source);
 }
 
 Json to_json(const Finding& f) {

@@ -1,3 +1,6 @@
+#include "tritium/process.h"
+
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -6,10 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
-
-#include <gtest/gtest.h>
-
-#include "tritium/process.h"
 
 namespace tritium::process {
 namespace {

@@ -1,8 +1,9 @@
+#include "../../src/exec/cache.h"
+
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <filesystem>
@@ -10,8 +11,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "../../src/exec/cache.h"
 
 namespace fs = std::filesystem;
 
@@ -136,7 +135,9 @@ TEST_F(VerdictCacheTest, ServesEightThreadsAtOnce) {
 }
 
 TEST_F(VerdictCacheTest, TwoProcessesWriteOneFileAtOnce) {
-  { open_ok(); }  // created before the fork, so the child inherits no open connection
+  {
+    open_ok();
+  }  // created before the fork, so the child inherits no open connection
   constexpr int kPerProcess = 200;
   auto write_all = [&](const std::string& prefix) {
     auto cache = VerdictCache::open(file);
@@ -168,7 +169,9 @@ TEST_F(VerdictCacheTest, RefusesAFileThatIsNotSqlite) {
 }
 
 TEST_F(VerdictCacheTest, RefusesANewerSchemaVersion) {
-  { open_ok(); }
+  {
+    open_ok();
+  }
   raw_sql("UPDATE meta SET value = '" + std::to_string(kCacheSchemaVersion + 1) + "' WHERE key = 'schema_version'");
   auto cache = VerdictCache::open(file);
   ASSERT_FALSE(cache);
@@ -181,8 +184,7 @@ TEST_F(VerdictCacheTest, ReadsACorruptRowAsAMiss) {
     auto cache = open_ok();
     ASSERT_TRUE(cache.put("good", verdict(1)));
   }
-  raw_sql(
-      "INSERT INTO verdicts VALUES ('truncated', '{\"ok\": tr', 0), ('array', '[1, 2]', 0), ('text', 'hello', 0)");
+  raw_sql("INSERT INTO verdicts VALUES ('truncated', '{\"ok\": tr', 0), ('array', '[1, 2]', 0), ('text', 'hello', 0)");
   auto cache = open_ok();
   EXPECT_EQ(cache.get("truncated"), std::nullopt);
   EXPECT_EQ(cache.get("array"), std::nullopt);

@@ -1,6 +1,7 @@
-#include <unistd.h>
+#include "../../src/exec/disk_budget.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -9,8 +10,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "../../src/exec/disk_budget.h"
 
 namespace fs = std::filesystem;
 
@@ -63,8 +62,12 @@ TEST_F(ReferenceStoreTest, TrimsTheLeastRecentlyUsedIdleReferencesPastTheBudget)
     const auto b = store.get("b", writes(1000));
     second = b->dir;
   }
-  { const auto a = store.get("a", writes(1000)); }  // a is now the more recent
-  { const auto c = store.get("c", writes(1000)); }  // 3,000 bytes: b goes
+  {
+    const auto a = store.get("a", writes(1000));
+  }  // a is now the more recent
+  {
+    const auto c = store.get("c", writes(1000));
+  }  // 3,000 bytes: b goes
   EXPECT_EQ(computed, 3);
   EXPECT_TRUE(fs::exists(first));
   EXPECT_FALSE(fs::exists(second));
@@ -80,7 +83,9 @@ TEST_F(ReferenceStoreTest, NeverDeletesAReferenceWhileALeaseOrItsCopyLives) {
   ReferenceStore store(root, 0);  // nothing idle may stay
   auto a = store.get("a", writes(1000));
   auto copy = a;  // as a queued timing holds one
-  { const auto b = store.get("b", writes(1000)); }
+  {
+    const auto b = store.get("b", writes(1000));
+  }
   EXPECT_TRUE(fs::exists(a->dir / "trial-0.out.tt"));
   const fs::path dir = a->dir;
   a.reset();
@@ -124,7 +129,9 @@ TEST_F(ReferenceStoreTest, ConcurrentCallersShareOneComputation) {
 
 TEST_F(ReferenceStoreTest, ShedDeletesEveryIdleReferenceAndRemembersTheLargest) {
   ReferenceStore store(root, 1'000'000);
-  { const auto a = store.get("a", writes(1000)); }
+  {
+    const auto a = store.get("a", writes(1000));
+  }
   const auto b = store.get("b", writes(3000));
   store.shed();
   EXPECT_EQ(store.bytes(), 3000u);  // b is being read

@@ -1,11 +1,10 @@
+#include "../../src/exec/frame.h"
+
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <thread>
-
-#include "../../src/exec/frame.h"
 
 namespace tritium::exec {
 namespace {

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "../../src/exec/tolerance.h"
+
+#include <gtest/gtest.h>
 
 namespace tritium::exec {
 namespace {

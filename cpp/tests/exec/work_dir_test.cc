@@ -1,14 +1,13 @@
+#include "../../src/exec/work_dir.h"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/file.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include "../../src/exec/work_dir.h"
 
 namespace fs = std::filesystem;
 

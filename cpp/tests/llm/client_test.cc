@@ -1,12 +1,11 @@
 // The HTTP client against a real cpp-httplib server on loopback whose handlers misbehave on
 // purpose: rate limits, server errors, bad requests, slowness, short answers. (The real model
 // server is driven by python/tests/test_models_in_loop.py.)
+#include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <atomic>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "tritium/llm.h"
 
@@ -16,7 +15,8 @@ namespace {
 Json completion(int choices, const std::string& text = "ok") {
   Json c = Json::array();
   for (int i = 0; i < choices; ++i)
-    c.push_back({{"index", i}, {"message", {{"role", "assistant"}, {"content", text + std::to_string(i)}}},
+    c.push_back({{"index", i},
+                 {"message", {{"role", "assistant"}, {"content", text + std::to_string(i)}}},
                  {"finish_reason", "stop"}});
   return {{"choices", c}, {"usage", {{"prompt_tokens", 7}, {"completion_tokens", 3 * choices}}}};
 }
@@ -103,7 +103,9 @@ TEST_F(FaultServer, RetriesRateLimitsAndServerErrorsThenSucceeds) {
 }
 
 TEST_F(FaultServer, GivesUpAfterTheRetriesWithTheServersWords) {
-  handler_ = [this](const httplib::Request&, httplib::Response& res) { reply(res, 500, {{"error", {{"message", "boom"}}}}); };
+  handler_ = [this](const httplib::Request&, httplib::Response& res) {
+    reply(res, 500, {{"error", {{"message", "boom"}}}});
+  };
   auto got = client(5, 2)->generate("p", {});
   ASSERT_FALSE(got);
   EXPECT_EQ(calls_, 3);  // the first try and two retries
@@ -157,7 +159,9 @@ TEST_F(FaultServer, AsksAgainWhenTheServerReturnsFewerChoices) {
 
 TEST_F(FaultServer, AReasoningModelsThinkingBecomesThePlan) {
   handler_ = [this](const httplib::Request&, httplib::Response& res) {
-    reply(res, 200, {{"choices", {{{"index", 0}, {"message", {{"content", "```python\nx = 1\n```"}, {"reasoning_content", "fuse"}}}}}}});
+    reply(res, 200,
+          {{"choices",
+            {{{"index", 0}, {"message", {{"content", "```python\nx = 1\n```"}, {"reasoning_content", "fuse"}}}}}}});
   };
   auto got = client()->generate("p", {});
   ASSERT_TRUE(got);
@@ -189,8 +193,10 @@ TEST_F(FaultServer, ExtraBodyFieldsReachTheServerWithoutOverridingTheClients) {
 TEST_F(FaultServer, ManyPromptsKeepTheirOrderAndTheirOwnErrors) {
   handler_ = [this](const httplib::Request& req, httplib::Response& res) {
     const std::string prompt = Json::parse(req.body)["messages"][0]["content"];
-    if (prompt == "bad") reply(res, 400, {{"error", "no"}});
-    else reply(res, 200, completion(1, prompt));
+    if (prompt == "bad")
+      reply(res, 400, {{"error", "no"}});
+    else
+      reply(res, 200, completion(1, prompt));
   };
   auto c = client();
   std::vector<std::string> prompts{"a", "b", "bad", "d", "e"};

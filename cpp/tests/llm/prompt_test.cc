@@ -36,7 +36,11 @@ TEST(Prompt, TheTaskComesBackOutOfThePrompt) {
 }
 
 TEST(Prompt, SftExampleCarriesTheTaskMeta) {
-  Task t{"synth/k2_000001", "class Model: pass\n", "x", 2, {{"difficulty", 2}, {"ops", {"relu", "add"}}, {"solution", "..."}}};
+  Task t{"synth/k2_000001",
+         "class Model: pass\n",
+         "x",
+         2,
+         {{"difficulty", 2}, {"ops", {"relu", "add"}}, {"solution", "..."}}};
   const Json j = sft_example(t, "R");
   EXPECT_EQ(j["task_id"], "synth/k2_000001");
   EXPECT_EQ(j["response"], "R");

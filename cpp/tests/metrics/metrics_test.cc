@@ -1,9 +1,11 @@
 // Metrics and reports against hand-computed values and the exact pass@k formula.
-#include <cmath>
+#include "tritium/metrics.h"
 
 #include <gtest/gtest.h>
 
-#include "tritium/metrics.h"
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 
 namespace tritium {
 namespace {
@@ -85,12 +87,15 @@ TEST(Metrics, UntimedRunsHaveNoFastOrSpeedup) {
 }
 
 TEST(Metrics, StagesStatusesRulesAndLevels) {
-  std::vector<Verdict> vs{verdict("level1/1_relu", "invalid_syntax"), verdict("level1/1_relu", "hack"),
-                          verdict("level2/3_fused", "invalid_functionality"), verdict("level2/3_fused", "timeout"),
-                          verdict("x", "compile_error"), verdict("x", "error")};
+  std::vector<Verdict> vs{verdict("level1/1_relu", "invalid_syntax"),
+                          verdict("level1/1_relu", "hack"),
+                          verdict("level2/3_fused", "invalid_functionality"),
+                          verdict("level2/3_fused", "timeout"),
+                          verdict("x", "compile_error"),
+                          verdict("x", "error")};
   vs[1].findings.push_back({"hack.try_fallback", "error", 3, 0, "m"});
   vs[1].findings.push_back({"hack.try_fallback", "error", 9, 0, "m"});  // one sample counts once
-  vs[1].findings.push_back({"style.thing", "warning", 1, 0, "m"});     // warnings do not count
+  vs[1].findings.push_back({"style.thing", "warning", 1, 0, "m"});      // warnings do not count
   vs[2].findings.push_back({"func.torch_compute:matmul", "error", 4, 0, "m"});
   vs[2].level = 7;  // an explicit level wins over the path
   const Metrics m = compute_metrics(vs);
@@ -182,6 +187,38 @@ TEST(Report, ThreeFormsOfTwoRuns) {
   EXPECT_NE(plain.find("only pass@1"), std::string::npos);
   EXPECT_NE(plain.find("speedups are measured on a GPU only"), std::string::npos);
   EXPECT_EQ(report_markdown(one).find("fast_"), std::string::npos);  // untimed: no speed rows
+}
+
+// The report workflow: runs named by file stem, by folder where two share one; a missing or empty
+// file is an error naming it.
+TEST(MakeReport, NamesRunsByStemThenFolderAndWritesTheThreeFiles) {
+  const auto dir = std::filesystem::temp_directory_path() / "tritium-make-report-test";
+  std::filesystem::remove_all(dir);
+  for (const char* run : {"sft", "rl"}) {
+    std::filesystem::create_directories(dir / run);
+    std::ofstream(dir / run / "verdicts.jsonl") << to_json(verdict("a", "correct")).dump() << "\n"
+                                                << to_json(verdict("b", "incorrect")).dump() << "\n{torn\n";
+  }
+  auto o = report_options_from_json(
+      Json{{"verdicts", {(dir / "sft/verdicts.jsonl").string(), (dir / "rl/verdicts.jsonl").string()}},
+           {"out", (dir / "report").string()},
+           {"ks", {1}}});
+  ASSERT_TRUE(o) << o.error().message;
+  std::vector<std::string> warnings;
+  auto runs = make_report(*o, [&](const std::string& w) { warnings.push_back(w); });
+  ASSERT_TRUE(runs) << runs.error().message;
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].name, "sft/verdicts");
+  EXPECT_EQ((*runs)[1].name, "rl/verdicts");
+  EXPECT_EQ((*runs)[0].problems, 1u);
+  EXPECT_EQ(warnings.size(), 2u);
+  for (const char* file : {"report.md", "report.json", "report.html"})
+    EXPECT_TRUE(std::filesystem::exists(dir / "report" / file));
+  std::ofstream(dir / "empty.jsonl") << "";
+  o->verdicts = {(dir / "empty.jsonl").string()};
+  EXPECT_NE(make_report(*o).error().message.find("empty.jsonl: no verdicts"), std::string::npos);
+  EXPECT_EQ(report_options_from_json(Json{{"out", "x"}}).error().message, "report options: \"verdicts\" names no file");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

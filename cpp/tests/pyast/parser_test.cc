@@ -52,37 +52,37 @@ TEST(Grammar312, CallsInsideFStringsAreFactsWithTheirLine) {
 }
 
 TEST(Grammar, MatchStatementsAndMatchAsAName) {
-  EXPECT_TRUE(accepts(
-      "match cmd:\n"
-      "    case [\"go\", *rest] if rest: pass\n"
-      "    case {\"k\": 1, **kw}: pass\n"
-      "    case Point(x=0, y=_) | Point(1, 2) as p: pass\n"
-      "    case -1 | 1+2j | None | 'a' 'b' | mod.CONST: pass\n"
-      "    case (a, b,) | [a, b]: pass\n"
-      "    case _: pass\n"));
+  EXPECT_TRUE(
+      accepts("match cmd:\n"
+              "    case [\"go\", *rest] if rest: pass\n"
+              "    case {\"k\": 1, **kw}: pass\n"
+              "    case Point(x=0, y=_) | Point(1, 2) as p: pass\n"
+              "    case -1 | 1+2j | None | 'a' 'b' | mod.CONST: pass\n"
+              "    case (a, b,) | [a, b]: pass\n"
+              "    case _: pass\n"));
   EXPECT_TRUE(accepts("match = 1\nmatch(x)\nmatch[0] = 2\nmatch.y, z = 1, 2\n"));
 }
 
 TEST(Grammar, StatementsOfEveryKind) {
-  EXPECT_TRUE(accepts(
-      "import a.b as c, d\nfrom .. import (e as f, g,)\nfrom .m import *\n"
-      "@dec.orator(1)\n@(lambda f: f)\nasync def h(a, /, b=1, *args, c, d=2, **kw):\n"
-      "    async with x as (y, z), w: pass\n"
-      "    async for i in j: await k\n"
-      "    global q\n"
-      "    return (yield)\n"
-      "with (open(a) as b, open(c) as d,): pass\n"
-      "with (a, b): pass\n"
-      "try: pass\nexcept* (A, B) as e: pass\n"
-      "try: pass\nexcept A: pass\nelse: pass\nfinally: pass\n"
-      "while (n := n - 1) > 0: break\nelse: pass\n"
-      "for x, *y in z: continue\n"
-      "del a[0], b.c, (d, e)\nassert x, 'm'\nraise E from None\n"
-      "x: int = 1\ny.z: 'T'\na = b = *c, d\nn **= 2\n"
-      "lambda *a, k=1, **kw: (a, k, kw)\n"
-      "[i for i in range(3) if i for j in k]\n{k: v for k, v in d}\n{*a, *b}\n{**a, 'b': 1}\n"
-      "x = a if b else c\nnot a in b is not c\n"
-      "print(*args, sep='', **kw)\nf(x for x in y)\nm[1:2, ::3, ...]\n"));
+  EXPECT_TRUE(
+      accepts("import a.b as c, d\nfrom .. import (e as f, g,)\nfrom .m import *\n"
+              "@dec.orator(1)\n@(lambda f: f)\nasync def h(a, /, b=1, *args, c, d=2, **kw):\n"
+              "    async with x as (y, z), w: pass\n"
+              "    async for i in j: await k\n"
+              "    global q\n"
+              "    return (yield)\n"
+              "with (open(a) as b, open(c) as d,): pass\n"
+              "with (a, b): pass\n"
+              "try: pass\nexcept* (A, B) as e: pass\n"
+              "try: pass\nexcept A: pass\nelse: pass\nfinally: pass\n"
+              "while (n := n - 1) > 0: break\nelse: pass\n"
+              "for x, *y in z: continue\n"
+              "del a[0], b.c, (d, e)\nassert x, 'm'\nraise E from None\n"
+              "x: int = 1\ny.z: 'T'\na = b = *c, d\nn **= 2\n"
+              "lambda *a, k=1, **kw: (a, k, kw)\n"
+              "[i for i in range(3) if i for j in k]\n{k: v for k, v in d}\n{*a, *b}\n{**a, 'b': 1}\n"
+              "x = a if b else c\nnot a in b is not c\n"
+              "print(*args, sep='', **kw)\nf(x for x in y)\nm[1:2, ::3, ...]\n"));
 }
 
 TEST(Lexer, NumbersStringsUnicodeAndLineJoining) {
@@ -283,7 +283,7 @@ TEST(Nesting, IndentationStopsAtCPythonsHundredLevels) {
   EXPECT_EQ(e.line, 101u);
   EXPECT_EQ(e.col, 0u);
   expect_refused(blocks(600), "too many levels of indentation");  // 180 KB
-  std::string mixed;  // every compound statement nests the same way
+  std::string mixed;                                              // every compound statement nests the same way
   const char* heads[] = {"def f():", "class C:", "for a in b:", "while x:", "with y:", "try:", "async def g():"};
   for (std::size_t k = 0; k < 120; ++k) mixed += std::string(k, '\t') + heads[k % 7] + "\n";
   expect_refused(mixed + std::string(120, '\t') + "pass\n", "too many levels of indentation");
@@ -313,11 +313,13 @@ TEST(Nesting, LongLeftAssociativeChainsParseAndEveryWalkCopes) {
   // Built in loops, so any length parses (flat ones, as `and` or `<`, CPython takes at any length
   // too; the deep ones its ast objects refuse past about 2,990, a RecursionError).
   const std::string chains[] = {
-      repeat("a + ", kLong) + "a",        repeat("a * ", kLong) + "a",         repeat("a | ", kLong) + "a",
-      "a" + repeat(".b", kLong),          "a" + repeat("[0]", kLong),          repeat("a and ", kLong) + "a",
-      repeat("a or b and ", kLong) + "a", repeat("a < ", kLong) + "a",         repeat("a, ", kLong) + "a",
-      repeat("'s' ", kLong) + "'s'",      repeat("f'{a}' ", kLong / 4) + "''", "x = [" + repeat("1, ", kLong) + "]",
-      "f(" + repeat("a, ", kLong) + ")",  "x = a" + repeat(".b", kLong) + " = 1",
+      repeat("a + ", kLong) + "a",         repeat("a * ", kLong) + "a",
+      repeat("a | ", kLong) + "a",         "a" + repeat(".b", kLong),
+      "a" + repeat("[0]", kLong),          repeat("a and ", kLong) + "a",
+      repeat("a or b and ", kLong) + "a",  repeat("a < ", kLong) + "a",
+      repeat("a, ", kLong) + "a",          repeat("'s' ", kLong) + "'s'",
+      repeat("f'{a}' ", kLong / 4) + "''", "x = [" + repeat("1, ", kLong) + "]",
+      "f(" + repeat("a, ", kLong) + ")",   "x = a" + repeat(".b", kLong) + " = 1",
   };
   for (const std::string& chain : chains) {
     on_small_stack([&] {

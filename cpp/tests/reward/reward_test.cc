@@ -1,10 +1,10 @@
 // Rewards and advantages against values computed by hand (docs/rewards.md).
-#include <cmath>
-#include <limits>
+#include "tritium/reward.h"
 
 #include <gtest/gtest.h>
 
-#include "tritium/reward.h"
+#include <cmath>
+#include <limits>
 
 namespace tritium {
 namespace {
@@ -36,8 +36,8 @@ TEST(Reward, CorrectAndSpeedupComponents) {
 
 TEST(Reward, InvalidAndFailedSamplesEarnNothing) {
   RewardConfig c;
-  for (const char* status : {"invalid_syntax", "invalid_functionality", "compile_error", "runtime_error",
-                             "timeout", "incorrect", "error"}) {
+  for (const char* status :
+       {"invalid_syntax", "invalid_functionality", "compile_error", "runtime_error", "timeout", "incorrect", "error"}) {
     Reward r = one(verdict(status, 2.0), c);
     EXPECT_EQ(r.r_correct, 0.0) << status;
     EXPECT_EQ(r.r_speedup, 0.0) << status;
@@ -202,7 +202,8 @@ TEST(Advantage, EdgeCases) {
   EXPECT_EQ(a[1], 0.0);  // NaN gets 0 and stays out of the others' baseline
   EXPECT_DOUBLE_EQ(a[0], 1.0);
   EXPECT_DOUBLE_EQ(a[2], -1.0);
-  auto g = group_advantages(std::vector<double>{nan, std::numeric_limits<double>::infinity(), 2}, AdvantageMethod::grpo);
+  auto g =
+      group_advantages(std::vector<double>{nan, std::numeric_limits<double>::infinity(), 2}, AdvantageMethod::grpo);
   EXPECT_EQ(g, (std::vector<double>{0, 0, 0}));
   EXPECT_EQ(group_advantages(std::vector<double>{2, nan}, AdvantageMethod::none), (std::vector<double>{2, 0}));
 }
@@ -269,7 +270,9 @@ TEST(Advantage, ResponseTokensFollowTheExtractedPlan) {
 }
 
 TEST(Advantage, CharacterOffsetsBecomeByteOffsets) {
-  const std::string text = "a\xC3\xA9" "b\xE2\x82\xAC";  // split: a hex escape would swallow the b  // a, e-acute (2 bytes), b, euro sign (3 bytes)
+  const std::string text =
+      "a\xC3\xA9"
+      "b\xE2\x82\xAC";  // split: a hex escape would swallow the b  // a, e-acute (2 bytes), b, euro sign (3 bytes)
   std::vector<TextSpan> chars{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 9}};
   auto bytes = byte_offsets(text, chars);
   EXPECT_EQ(bytes[1].begin, 1u);
@@ -285,7 +288,8 @@ TEST(Advantage, CharacterOffsetsBecomeByteOffsets) {
 }
 
 TEST(RewardConfig, JsonRoundTripAndErrors) {
-  auto c = reward_config_from_json(Json::parse(R"({"scheme":"blended","beta":0.3,"penalties":{"hack":-2},"advantage":"rloo"})"));
+  auto c = reward_config_from_json(
+      Json::parse(R"({"scheme":"blended","beta":0.3,"penalties":{"hack":-2},"advantage":"rloo"})"));
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->scheme, RewardScheme::blended);
   EXPECT_EQ(c->beta, 0.3);

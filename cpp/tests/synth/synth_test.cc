@@ -1,3 +1,5 @@
+#include "tritium/synth.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -5,7 +7,6 @@
 
 #include "../../src/synth/graph.h"
 #include "../fixtures.h"
-#include "tritium/synth.h"
 #include "tritium/verify.h"
 
 namespace tritium::synth {
@@ -154,8 +155,8 @@ TEST(Synthesize, CoversTheCatalogUniformly) {
 TEST(Synthesize, EveryTaskOfTheEmittersCategoriesGetsASolutionThatPassesTheVerifier) {
   auto o = options(300, 1, 4, 17);
   o.with_solutions = true;
-  o.categories = {Category::unary, Category::binary, Category::scalar, Category::select, Category::reduction,
-                  Category::softmax, Category::linalg, Category::shape};
+  o.categories = {Category::unary,     Category::binary,  Category::scalar, Category::select,
+                  Category::reduction, Category::softmax, Category::linalg, Category::shape};
   const auto tasks = synthesize(o);
   ASSERT_TRUE(tasks);
   for (const auto& t : *tasks) {
@@ -345,6 +346,22 @@ TEST(TracedGraphs, MalformedTracesAreErrors) {
   bad["nodes"][0]["op"] = "conv2d";
   EXPECT_FALSE(graph_from_trace(bad));
   EXPECT_FALSE(graph_from_trace(Json{{"ok", false}, {"error", "no Model"}}));
+}
+
+TEST(SynthOptionsFromJson, TakesDifficultyAsKRangeOrPair) {
+  for (const Json& d : {Json("2-4"), Json::array({2, 4})}) {
+    auto o = synth_options_from_json(Json{{"difficulty", d}, {"ops", Json::array({"unary", "reduction"})}});
+    ASSERT_TRUE(o) << o.error().message;
+    EXPECT_EQ(o->min_difficulty, 2);
+    EXPECT_EQ(o->max_difficulty, 4);
+    EXPECT_EQ(o->categories.size(), 2u);
+  }
+  EXPECT_EQ(synth_options_from_json(Json{{"difficulty", 3}})->max_difficulty, 3);
+  EXPECT_EQ(synth_options_from_json(Json{{"difficulty", "3x"}}).error().message,
+            "difficulty '3x': expected K or K1-K2, e.g. 3 or 1-8");
+  EXPECT_NE(
+      synth_options_from_json(Json{{"ops", "unary,nope"}}).error().message.find("unknown operator category 'nope'"),
+      std::string::npos);
 }
 
 }  // namespace

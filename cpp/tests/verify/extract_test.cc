@@ -1,8 +1,8 @@
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <string>
 #include <string_view>
-
-#include <gtest/gtest.h>
 
 #include "../fixtures.h"
 #include "tritium/verify.h"
@@ -93,8 +93,8 @@ TEST(Extract, TextAfterTheThinkBlockIsNotPlan) {
 // ---- Choosing among several blocks ----
 
 TEST(Extract, SeveralBlocksChooseTheOneDefiningModelNew) {
-  const std::string r = "Helpers:\n" + python_block(kHelper) + "Answer:\n" + python_block(kModelNew) +
-                        "Usage:\n" + python_block("m = ModelNew()\n");
+  const std::string r = "Helpers:\n" + python_block(kHelper) + "Answer:\n" + python_block(kModelNew) + "Usage:\n" +
+                        python_block("m = ModelNew()\n");
   const Extraction x = extract(r);
   EXPECT_EQ(x.code, kModelNew);
   EXPECT_TRUE(has_note(x, "3 python blocks; chose block 2, the one defining ModelNew")) << notes_of(x);
@@ -109,8 +109,8 @@ TEST(Extract, TheModelNewBlockWinsEvenWhenItIsNotLast) {
 
 TEST(Extract, WhenSeveralBlocksDefineModelNewTheLastOneWins) {
   const std::string draft = "import torch\nclass ModelNew:\n    pass\n";
-  const std::string r = "Draft:\n" + python_block(draft) + "Final:\n" + python_block(kModelNew) + "Check:\n" +
-                        python_block(kHelper);
+  const std::string r =
+      "Draft:\n" + python_block(draft) + "Final:\n" + python_block(kModelNew) + "Check:\n" + python_block(kHelper);
   const Extraction x = extract(r);
   EXPECT_EQ(x.code, kModelNew);
   EXPECT_TRUE(has_note(x, "2 defining ModelNew; chose the last of those (block 2)")) << notes_of(x);
@@ -379,8 +379,8 @@ std::string crlf(const std::string& lf) {
 }
 
 TEST(Extract, WindowsLineEndingsWork) {
-  const std::string r = crlf("<think>\nPlan.\n</think>\n" + python_block(kHelper) + "```python  \n" + kModelNew +
-                             "```\nBye.\n");
+  const std::string r =
+      crlf("<think>\nPlan.\n</think>\n" + python_block(kHelper) + "```python  \n" + kModelNew + "```\nBye.\n");
   const Extraction x = extract(r);
   EXPECT_EQ(x.plan, "Plan.");
   EXPECT_EQ(x.code, crlf(kModelNew));
@@ -411,14 +411,13 @@ TEST(Extract, SpansAreByteOffsetsPastMultiByteText) {
 TEST(Extract, ToJsonHasTheDocumentedShape) {
   const std::string r = "Plan.\n" + python_block(kModelNew);
   const Json j = to_json(extract(r));
-  EXPECT_EQ(j.dump(),
-            Json({{"plan", "Plan."},
-                  {"code", kModelNew},
-                  {"plan_span", {0, 5}},
-                  {"code_span", {16, 16 + kModelNew.size()}},
-                  {"has_code", true},
-                  {"notes", Json::array()}})
-                .dump());
+  EXPECT_EQ(j.dump(), Json({{"plan", "Plan."},
+                            {"code", kModelNew},
+                            {"plan_span", {0, 5}},
+                            {"code_span", {16, 16 + kModelNew.size()}},
+                            {"has_code", true},
+                            {"notes", Json::array()}})
+                          .dump());
 }
 
 TEST(Extract, ARealisticReasoningModelResponse) {

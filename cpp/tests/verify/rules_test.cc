@@ -155,8 +155,8 @@ TEST(VerifyFixtures, EveryHonestCandidateIsValidWithNoErrorAgainstItsTask) {
   for (const auto& path : files) {
     const std::string code = read_file(path);
     const auto h = headers(code);
-    const std::string task = h.count("task") ? h.find("task")->second
-                                             : path.parent_path().filename().string() + "/" + path.stem().string();
+    const std::string task =
+        h.count("task") ? h.find("task")->second : path.parent_path().filename().string() + "/" + path.stem().string();
     const auto v = verify_code(code, read_file(testing::source_dir() / "examples" / "tasks" / (task + ".py")));
     EXPECT_EQ(v.status, "valid") << path.filename() << ": " << to_json(v).dump();
     EXPECT_TRUE(error_rules(v).empty()) << path.filename() << ": " << to_json(v).dump();
@@ -172,9 +172,9 @@ TEST(OutputCache, AGridDictKeyedByShapeAndReadOnlyAsTheGridIsNotACache) {
 }
 
 TEST(OutputCache, ACacheHoldingATensorThatForwardReturnsIsFlagged) {
-  for (const char* f : {"cheats/cache_07_shape_dict_holds_grid_and_output.py",
-                        "cheats/cache_08_shape_cache_buffer_passed_then_returned.py",
-                        "cheats/cache_11_update_with_output.py"})
+  for (const char* f :
+       {"cheats/cache_07_shape_dict_holds_grid_and_output.py",
+        "cheats/cache_08_shape_cache_buffer_passed_then_returned.py", "cheats/cache_11_update_with_output.py"})
     EXPECT_TRUE(has_rule(verify_fixture(f), "hack.output_cache")) << f;
 }
 
@@ -214,9 +214,9 @@ TEST(NestedKernels, AKernelInForwardUnderAnIfOrFromAFactoryCountsAndItsLaunchesR
 }
 
 TEST(NestedKernels, ANestedKernelThatIsNeverLaunchedIsStillADecoy) {
-  for (const char* f : {"cheats/decoy_09_kernel_in_forward_never_launched.py",
-                        "cheats/decoy_10_nested_launcher_never_called.py",
-                        "cheats/decoy_11_factory_kernel_built_not_launched.py"}) {
+  for (const char* f :
+       {"cheats/decoy_09_kernel_in_forward_never_launched.py", "cheats/decoy_10_nested_launcher_never_called.py",
+        "cheats/decoy_11_factory_kernel_built_not_launched.py"}) {
     const auto v = verify_fixture(f);
     EXPECT_TRUE(has_rule(v, "func.kernel_not_launched")) << f << ": " << to_json(v).dump();
     EXPECT_FALSE(has_rule(v, "syntax.no_kernel")) << f;
@@ -232,6 +232,24 @@ TEST(NestedKernels, ANestedKernelsBodyIsTritonNotHostCode) {
   std::string code = read_file(testing::fixture("verify/honest/l1_01_relu_kernel_defined_in_forward.py"));
   EXPECT_TRUE(verify_code(code).findings.empty()) << to_json(verify_code(code)).dump();
   EXPECT_TRUE(has_rule(verify_fixture("cheats/syntax_11_nested_kernel_without_tl.py"), "syntax.kernel_without_tl"));
+}
+
+}  // namespace
+}  // namespace tritium
+
+namespace tritium {
+namespace {
+
+// One rule for an item, whichever face asks: exactly one of "code" or "response", a string.
+TEST(VerifyItem, TakesExactlyOneOfCodeOrResponse) {
+  const std::string code = "import torch\n";
+  EXPECT_EQ(verify_item(Json{{"code", code}})->status, verify_code(code).status);
+  EXPECT_EQ(verify_item(Json{{"response", "no code here"}})->findings.at(0).rule, "syntax.no_code");
+  const std::string expected = "expected exactly one of \"code\" or \"response\", a string";
+  EXPECT_EQ(verify_item(Json{{"code", code}, {"response", code}}).error().message, expected);
+  EXPECT_EQ(verify_item(Json::object()).error().message, expected);
+  EXPECT_EQ(verify_item(Json{{"code", 3}}).error().message, expected);
+  EXPECT_EQ(verify_item(Json("text")).error().message, expected);
 }
 
 }  // namespace

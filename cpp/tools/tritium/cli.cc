@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -7,8 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-
-#include <fmt/format.h>
+#include <memory>
 
 namespace tritium::cli {
 
@@ -19,6 +19,25 @@ int fail(int code, const std::string& message) {
 
 int engine_failure(const EngineOptions& options, const Error& error) {
   return fail(engine_options_error(options) ? kUsage : kEnvironment, error.message);
+}
+
+int workflow_failure(const Error& error) { return fail(error.environment ? kEnvironment : kUsage, error.message); }
+
+workflow::Listener listener(std::ostream* notes, const std::string& prefix) {
+  auto progress = std::make_shared<Progress>();
+  workflow::Listener l;
+  l.progress = [progress](std::size_t done, std::size_t total, const std::string& label) {
+    if (done < total)
+      progress->update(done, total, label);
+    else
+      progress->clear();
+  };
+  if (notes)
+    l.note = [progress, notes, prefix](const std::string& line) {
+      progress->clear();
+      *notes << prefix << line << std::endl;
+    };
+  return l;
 }
 
 void print_json(const Json& document) { std::cout << document.dump() << std::endl; }
@@ -34,6 +53,11 @@ void Progress::update(std::size_t done, const std::string& label) {
   const double rate = elapsed > 0 ? done / elapsed : 0;
   const double eta = rate > 0 ? (total_ - done) / rate : 0;
   std::cerr << fmt::format("\r\033[K[{}/{}] {:.2f}/s ETA {:.0f}s {}", done, total_, rate, eta, label) << std::flush;
+}
+
+void Progress::update(std::size_t done, std::size_t total, const std::string& label) {
+  total_ = total;
+  update(done, label);
 }
 
 void Progress::clear() {
@@ -93,7 +117,8 @@ void add_engine_flags(CLI::App* app, EngineFlags& f) {
   app->add_option("--device", f.engine.device, "cpu, cuda, cuda:N or auto")
       ->check(CLI::Validator([](std::string& d) { return device_error(d).value_or(""); }, "DEVICE"))
       ->capture_default_str();
-  app->add_option("--profile", f.engine.profile, "Tolerance profile: kernelbench, strict, legacy")->capture_default_str();
+  app->add_option("--profile", f.engine.profile, "Tolerance profile: kernelbench, strict, legacy")
+      ->capture_default_str();
   app->add_option("--trials", f.engine.trials, "Checked trials per candidate (at least 5)")->capture_default_str();
   app->add_option("--jobs", f.engine.jobs, "Candidate workers (0: one per core; at most 8 on a GPU)")
       ->check(CLI::NonNegativeNumber)
@@ -139,7 +164,9 @@ void add_model_flags(CLI::App* app, ModelFlags& f, const std::string& model_flag
   app->add_option("--top-p", f.sampling.top_p, "Nucleus sampling")->capture_default_str();
   app->add_option("--max-tokens", f.sampling.max_tokens, "Tokens per sample")->capture_default_str();
   app->add_option("--sampling-seed", f.sampling.seed, "The request's seed (servers that honour it)");
-  app->add_option("--concurrency", f.concurrency, "Requests in flight")->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_option("--concurrency", f.concurrency, "Requests in flight")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app->add_option("--request-timeout", f.spec.client.timeout_s, "Seconds a request may take")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -170,7 +197,8 @@ int exec_python_module(const std::string& python, const std::string& module, con
   sigemptyset(&none);
   pthread_sigmask(SIG_SETMASK, &none, nullptr);
   execvp(interpreter.c_str(), argv.data());  // returns only on failure
-  return fail(kEnvironment, fmt::format("cannot run {}: {}; set TRITIUM_PYTHON or --python", interpreter, std::strerror(errno)));
+  return fail(kEnvironment,
+              fmt::format("cannot run {}: {}; set TRITIUM_PYTHON or --python", interpreter, std::strerror(errno)));
 }
 
 }  // namespace tritium::cli

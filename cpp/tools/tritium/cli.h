@@ -2,16 +2,16 @@
 // subcommands translate flags into calls of the library and print what comes back.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "tritium/core.h"
 #include "tritium/exec.h"
 #include "tritium/search.h"
+#include "tritium/workflow.h"
 
 namespace tritium::cli {
 
@@ -61,13 +61,13 @@ void add_engine_flags(CLI::App* app, EngineFlags& flags);
 /// The model flags of every command that samples (bench, distill, search): where samples come
 /// from and how to sample.
 struct ModelFlags {
-  std::string model;             // URL, model directory or "emitter"
-  search::GeneratorSpec spec;    // client options and the local server's
+  std::string model;           // URL, model directory or "emitter"
+  search::GeneratorSpec spec;  // client options and the local server's
   Sampling sampling;
   int concurrency = 4;
   std::string model_device = "auto";
   bool completions = false;
-  std::string extra_body;        // a JSON object (checked at parsing)
+  std::string extra_body;                                    // a JSON object (checked at parsing)
   search::GeneratorSpec resolved(const Suite* tasks) const;  // the flags applied
 };
 void add_model_flags(CLI::App* app, ModelFlags& flags, const std::string& model_flag);
@@ -78,6 +78,13 @@ int exec_python_module(const std::string& python, const std::string& module, con
 /// Engine::create's failure as an exit: options the user gave wrong are usage errors, the rest the
 /// environment's.
 int engine_failure(const EngineOptions& options, const Error& error);
+
+/// A workflow's Listener for a person: a progress line on stderr (while it is a terminal), and each
+/// note on `notes` after `prefix`; null `notes`: notes unsaid (--json).
+workflow::Listener listener(std::ostream* notes = &std::cerr, const std::string& prefix = "tritium: ");
+
+/// A workflow's error as an exit: kEnvironment when the machine cannot do it, else kUsage.
+int workflow_failure(const Error& error);
 
 /// Prints "tritium: error: MESSAGE" on stderr and returns `code`.
 int fail(int code, const std::string& message);
@@ -90,8 +97,9 @@ bool is_terminal(int fd);
 /// A count/rate/ETA line on stderr while it is a terminal; silent in pipes and CI.
 class Progress {
  public:
-  explicit Progress(std::size_t total);
+  explicit Progress(std::size_t total = 0);
   void update(std::size_t done, const std::string& label);
+  void update(std::size_t done, std::size_t total, const std::string& label);
   void clear();
 
  private:

@@ -1,9 +1,9 @@
 // tritium eval TASK.py CANDIDATE.py | --tasks SUITE --candidates DIR|FILE.jsonl: sandboxed verdicts.
+#include <fmt/format.h>
+
 #include <fstream>
 #include <iostream>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "cli.h"
 #include "tritium/exec.h"
@@ -41,8 +41,8 @@ void print_summary(const std::vector<Verdict>& verdicts, const Json& info, doubl
     if (counts[s]) std::cout << fmt::format("{:<22} {:>6}\n", s, counts[s]);
   int hits = 0;
   for (const auto& v : verdicts) hits += v.cache_hit;
-  std::cout << fmt::format("{} candidates in {:.1f} s on {} ({} jobs, profile {}, seed {}){}\n", verdicts.size(), seconds,
-                           info["device_name"].get<std::string>(), info["jobs"].get<int>(),
+  std::cout << fmt::format("{} candidates in {:.1f} s on {} ({} jobs, profile {}, seed {}){}\n", verdicts.size(),
+                           seconds, info["device_name"].get<std::string>(), info["jobs"].get<int>(),
                            info["profile"].get<std::string>(), info["seed"].get<std::uint64_t>(),
                            hits ? fmt::format(", {} from the cache", hits) : "");
 }
@@ -62,9 +62,10 @@ Result<CandidateBatch> load_batch(EvalOptions& o, Suite& suite) {
     return Error{fmt::format("{}: no tasks (no .py task files, or an empty .jsonl)", tasks)};
   auto batch = load_candidates(suite, candidates);
   if (batch && batch->items.empty() && batch->problems.empty())
-    return Error{fmt::format("{}: no candidates (expected <task id>.py files, <task id>/<sample>.py, or JSONL lines "
-                             "{{\"task_id\", \"code\"}})",
-                             candidates)};
+    return Error{
+        fmt::format("{}: no candidates (expected <task id>.py files, <task id>/<sample>.py, or JSONL lines "
+                    "{{\"task_id\", \"code\"}})",
+                    candidates)};
   return batch;
 }
 
@@ -117,7 +118,8 @@ int run_eval(EvalOptions& o) {
 
 void add_eval_command(CLI::App& root, Commands& commands) {
   auto o = std::make_shared<EvalOptions>();
-  auto* app = root.add_subcommand("eval", "Evaluate candidates in the sandboxed engine: correctness, then timing on a GPU");
+  auto* app =
+      root.add_subcommand("eval", "Evaluate candidates in the sandboxed engine: correctness, then timing on a GPU");
   app->add_option("files", o->positional, "TASK.py CANDIDATE.py (one candidate)")->expected(0, 2);
   app->add_option("--tasks", o->tasks, "Task suite: a .py file, a directory of them, or a .jsonl suite");
   app->add_option("--candidates", o->candidates,

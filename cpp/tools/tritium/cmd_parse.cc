@@ -1,7 +1,7 @@
 // tritium parse FILE... [--dump]: is each file valid Python 3.12? Errors as file:line:col: message.
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
 
 #include "cli.h"
 #include "tritium/pyast.h"

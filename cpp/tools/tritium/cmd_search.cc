@@ -1,8 +1,8 @@
 // tritium search: test-time search for the fastest correct kernel of one task (docs/search.md).
+#include <fmt/format.h>
+
 #include <fstream>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "cli.h"
 
@@ -23,7 +23,8 @@ struct SearchCliOptions {
 Result<Suite> load_task(const SearchCliOptions& o) {
   std::error_code ec;
   if (o.tasks.empty()) {
-    if (!fs::is_regular_file(o.task, ec)) return Error{fmt::format("--task {}: no such file; give a task .py, or an id with --tasks SUITE", o.task)};
+    if (!fs::is_regular_file(o.task, ec))
+      return Error{fmt::format("--task {}: no such file; give a task .py, or an id with --tasks SUITE", o.task)};
     return load_suite(o.task);
   }
   auto suite = load_suite(o.tasks);
@@ -69,8 +70,9 @@ int run_search(const SearchCliOptions& o) {
     log << line.dump() << '\n';
     log.flush();
     if (line.contains("verdict"))
-      std::cerr << fmt::format("tritium: search #{} {} {}: {}{}\n", line["index"].get<std::size_t>(), line["stage"].get<std::string>(),
-                               line["note"].get<std::string>(), line["verdict"]["status"].get<std::string>(),
+      std::cerr << fmt::format("tritium: search #{} {} {}: {}{}\n", line["index"].get<std::size_t>(),
+                               line["stage"].get<std::string>(), line["note"].get<std::string>(),
+                               line["verdict"]["status"].get<std::string>(),
                                line["verdict"]["runtime_ms"].is_number()
                                    ? fmt::format(" {:.4f} ms", line["verdict"]["runtime_ms"].get<double>())
                                    : "");
@@ -88,14 +90,15 @@ int run_search(const SearchCliOptions& o) {
                              task.id, dir.string());
   } else {
     const Verdict& best = result.tried[*result.best].verdict;
-    std::cout << fmt::format("best of {} candidates for {}: #{} ({}){}; wrote {}/best.py\n", result.tried.size(), task.id,
-                             *result.best, result.tried[*result.best].stage,
-                             best.runtime_ms ? fmt::format(", {:.4f} ms, {:.2f}x eager", *best.runtime_ms,
-                                                           best.speedup_eager.value_or(0))
-                                             : " (untimed on this device: the first correct one)",
-                             dir.string());
+    std::cout << fmt::format(
+        "best of {} candidates for {}: #{} ({}){}; wrote {}/best.py\n", result.tried.size(), task.id, *result.best,
+        result.tried[*result.best].stage,
+        best.runtime_ms ? fmt::format(", {:.4f} ms, {:.2f}x eager", *best.runtime_ms, best.speedup_eager.value_or(0))
+                        : " (untimed on this device: the first correct one)",
+        dir.string());
     if (summary.contains("speedup_over_first"))
-      std::cout << fmt::format("speedup over the best-of-1 kernel: {:.3f}x\n", summary["speedup_over_first"].get<double>());
+      std::cout << fmt::format("speedup over the best-of-1 kernel: {:.3f}x\n",
+                               summary["speedup_over_first"].get<double>());
   }
   return result.best ? kOk : kFailures;
 }
@@ -104,8 +107,9 @@ int run_search(const SearchCliOptions& o) {
 
 void add_search_command(CLI::App& root, Commands& commands) {
   auto o = std::make_shared<SearchCliOptions>();
-  auto* app = root.add_subcommand("search", "Test-time search for the fastest correct kernel of a task: best-of-N, "
-                                            "refinement rounds, launch-configuration tuning");
+  auto* app = root.add_subcommand("search",
+                                  "Test-time search for the fastest correct kernel of a task: best-of-N, "
+                                  "refinement rounds, launch-configuration tuning");
   app->add_option("--task", o->task, "A task .py, or a task id of --tasks")->required();
   app->add_option("--tasks", o->tasks, "The suite --task names a task of (synthesized suites for --generator emitter)");
   add_model_flags(app, o->model, "--generator");

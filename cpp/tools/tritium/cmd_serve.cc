@@ -1,12 +1,11 @@
 // tritium serve: the reward server (docs/serve.md). SIGTERM or SIGINT drains it: work in flight
 // finishes, new work gets 503, then the process exits 0.
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <cstdlib>
 #include <iostream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "cli.h"
 #include "tritium/serve.h"
@@ -74,15 +73,20 @@ int run_serve(ServeCliOptions& o) {
 
 void add_serve_command(CLI::App& root, Commands& commands) {
   auto o = std::make_shared<ServeCliOptions>();
-  auto* app = root.add_subcommand("serve", "HTTP reward server: verify, evaluate, reward, OpenRLHF /get_reward, metrics");
+  auto* app =
+      root.add_subcommand("serve", "HTTP reward server: verify, evaluate, reward, OpenRLHF /get_reward, metrics");
   app->add_option("--host", o->serve.host, "Address to listen on")->capture_default_str();
   app->add_option("--port", o->serve.port, "Port (0: any free port, printed on start)")->capture_default_str();
-  app->add_option("--token", o->serve.token, "Bearer token required on every route but /healthz (or $TRITIUM_SERVE_TOKEN)");
-  app->add_option("--tasks", o->serve.tasks, "Task suite, so items may name tasks by task_id")->check(CLI::ExistingPath);
-  app->add_option("--reward-config", o->reward_config, "Default reward config: a JSON file or inline JSON (docs/rewards.md)");
+  app->add_option("--token", o->serve.token,
+                  "Bearer token required on every route but /healthz (or $TRITIUM_SERVE_TOKEN)");
+  app->add_option("--tasks", o->serve.tasks, "Task suite, so items may name tasks by task_id")
+      ->check(CLI::ExistingPath);
+  app->add_option("--reward-config", o->reward_config,
+                  "Default reward config: a JSON file or inline JSON (docs/rewards.md)");
   app->add_option("--max-body-mb", o->max_body_mb, "Largest request body")->capture_default_str();
   app->add_option("--max-items", o->serve.max_items, "Most items in one request")->capture_default_str();
-  app->add_option("--max-pending", o->serve.max_pending, "Most items evaluating at once before 429")->capture_default_str();
+  app->add_option("--max-pending", o->serve.max_pending, "Most items evaluating at once before 429")
+      ->capture_default_str();
   app->add_option("--request-timeout", o->serve.request_timeout_s, "Seconds before an evaluating request gets 504")
       ->capture_default_str();
   app->add_option("--drain-timeout", o->serve.drain_timeout_s, "Seconds a drain waits for the work in flight")

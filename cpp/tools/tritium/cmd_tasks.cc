@@ -1,7 +1,7 @@
 // tritium tasks SUITE [--check]: list a suite, or run every task's reference in the runner.
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
 
 #include "cli.h"
 #include "tritium/exec.h"
@@ -61,8 +61,8 @@ int check_tasks(const Suite& suite, const TasksOptions& o) {
   if (o.json)
     print_json(to_json(*check));
   else
-    std::cout << fmt::format("{} tasks: {} ok, {} failed in {:.1f} s ({})\n", check->total(),
-                             check->total() - failed, failed, check->seconds, check->device);
+    std::cout << fmt::format("{} tasks: {} ok, {} failed in {:.1f} s ({})\n", check->total(), check->total() - failed,
+                             failed, check->seconds, check->device);
   return failed == 0 ? kOk : kFailures;
 }
 

@@ -1,7 +1,7 @@
 // tritium verify FILE... | --responses FILE.jsonl: the static verdict of each candidate.
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
 
 #include "cli.h"
 #include "tritium/verify.h"
@@ -30,17 +30,9 @@ std::vector<std::pair<std::string, Result<Verification>>> verify_jsonl(const std
   for (const auto& [line_no, line] : jsonl_lines(text)) {
     const std::string where = fmt::format("{}:{}", path, line_no);
     const Json j = Json::parse(line, nullptr, false);
-    if (!j.is_object() || (!j.contains("code") && !j.contains("response"))) {
-      out.emplace_back(where, Error{where + ": expected a JSON object with \"code\" or \"response\""});
-      continue;
-    }
-    const std::string id = j.value("task_id", where);
-    if (j.contains("code") && j["code"].is_string())
-      out.emplace_back(id, verify_code(j["code"].get<std::string>(), task));
-    else if (j.contains("response") && j["response"].is_string())
-      out.emplace_back(id, verify_response(j["response"].get<std::string>(), task));
-    else
-      out.emplace_back(where, Error{where + ": \"code\"/\"response\" must be a string"});
+    auto verdict = verify_item(j, task);
+    out.emplace_back(j.is_object() ? j.value("task_id", where) : where,
+                     verdict ? std::move(verdict) : Error{fmt::format("{}: {}", where, verdict.error().message)});
   }
   return out;
 }

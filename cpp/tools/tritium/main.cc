@@ -1,4 +1,5 @@
 // tritium: the command-line face of the library. See docs/cli.md.
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -7,8 +8,6 @@
 #include <exception>
 #include <iostream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "cli.h"
 
@@ -91,8 +90,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     const auto* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front();
-    return fail(kUsage, fmt::format("{}; see 'tritium {}--help'", e.what(),
-                                    sub ? sub->get_name() + " " : std::string()));
+    return fail(kUsage,
+                fmt::format("{}; see 'tritium {}--help'", e.what(), sub ? sub->get_name() + " " : std::string()));
   }
   try {
     for (const auto& command : commands) {

@@ -21,8 +21,16 @@ class RewardClient:
     `config` is a reward config (docs/rewards.md). Each result is {"verdict", "reward", "advantage"}.
     """
 
-    def __init__(self, endpoints: list[str] | None = None, token: str | None = None, config: dict | None = None,
-                 tasks: str | None = None, timeout: float = 1800.0, retries: int = 3, **engine_options):
+    def __init__(
+        self,
+        endpoints: list[str] | None = None,
+        token: str | None = None,
+        config: dict | None = None,
+        tasks: str | None = None,
+        timeout: float = 1800.0,
+        retries: int = 3,
+        **engine_options,
+    ):
         from .. import api
 
         self.config = api.reward_config(config)  # a bad config fails here, not mid-training
@@ -75,7 +83,7 @@ class RewardClient:
                 errors.append(message)
             if (attempt + 1) % len(self.endpoints) == 0:
                 time.sleep(min(30.0, 0.5 * 2 ** (attempt // len(self.endpoints))))
-        raise RuntimeError("no tritium serve endpoint answered: " + "; ".join(errors[-len(self.endpoints):]))
+        raise RuntimeError("no tritium serve endpoint answered: " + "; ".join(errors[-len(self.endpoints) :]))
 
     def _post(self, url, path: str, body: bytes) -> tuple[int, str]:
         conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=self.timeout)
@@ -103,8 +111,15 @@ def default_client() -> RewardClient:
     with _default_lock:
         if _default is None:
             urls = [u.strip() for u in os.environ.get("TRITIUM_SERVE_URLS", "").split(",") if u.strip()]
-            config = json.loads(os.environ["TRITIUM_REWARD_CONFIG"]) if os.environ.get("TRITIUM_REWARD_CONFIG") else None
+            config = (
+                json.loads(os.environ["TRITIUM_REWARD_CONFIG"]) if os.environ.get("TRITIUM_REWARD_CONFIG") else None
+            )
             engine = {} if urls else {"device": os.environ.get("TRITIUM_DEVICE", "auto")}
-            _default = RewardClient(urls, token=os.environ.get("TRITIUM_SERVE_TOKEN"), config=config,
-                                    tasks=os.environ.get("TRITIUM_TASKS"), **engine)
+            _default = RewardClient(
+                urls,
+                token=os.environ.get("TRITIUM_SERVE_TOKEN"),
+                config=config,
+                tasks=os.environ.get("TRITIUM_TASKS"),
+                **engine,
+            )
         return _default

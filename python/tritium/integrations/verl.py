@@ -29,20 +29,27 @@ def _result(scored: dict) -> dict:
     the sample (status `error`: an outage or a broken task, not the model's fault), whose score is
     then 0.0 like a wrong answer's: filter or count those rather than learn from them."""
     reward, verdict = scored["reward"], scored["verdict"]
-    return {"score": float(reward["scalar"]), "correct": float(reward["correct"]), "valid": float(reward["valid"]),
-            "speedup": float(reward["speedup"] or 0.0), "engine_error": float(verdict.get("status") == "error")}
+    return {
+        "score": float(reward["scalar"]),
+        "correct": float(reward["correct"]),
+        "valid": float(reward["valid"]),
+        "speedup": float(reward["speedup"] or 0.0),
+        "engine_error": float(verdict.get("status") == "error"),
+    }
 
 
-def compute_score(data_source, solution_str: str, ground_truth: str, extra_info: dict | None = None,
-                  **kwargs) -> dict:
+def compute_score(data_source, solution_str: str, ground_truth: str, extra_info: dict | None = None, **kwargs) -> dict:
     """{"score": the configured scalar reward, and numeric extras verl logs: correct, valid, speedup,
     engine_error}."""
     return _result(default_client().score([task_item(solution_str, ground_truth)])[0])
 
 
-def compute_score_batch(data_sources: list, solution_strs: list[str], ground_truths: list[str],
-                        extra_infos: list | None = None, **kwargs) -> list[dict]:
+def compute_score_batch(
+    data_sources: list, solution_strs: list[str], ground_truths: list[str], extra_infos: list | None = None, **kwargs
+) -> list[dict]:
     """compute_score for a batch; samples with the same ground truth (task) form one group."""
     groups: dict[str, int] = {}
-    items = [{**task_item(s, g), "group": groups.setdefault(g, len(groups))} for s, g in zip(solution_strs, ground_truths)]
+    items = [
+        {**task_item(s, g), "group": groups.setdefault(g, len(groups))} for s, g in zip(solution_strs, ground_truths)
+    ]
     return [_result(scored) for scored in default_client().score(items)]

@@ -14,7 +14,7 @@ from .lifetime import die_with_parent
 
 
 def _resolve_device(device: str) -> str:
-    """"auto" becomes cuda when torch sees a GPU. Sets the environment before triton loads: on the
+    """ "auto" becomes cuda when torch sees a GPU. Sets the environment before triton loads: on the
     CPU, kernels run under Triton's interpreter."""
     # Ask NVML, not the CUDA driver: a driver initialised here would be unusable in forked workers.
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
@@ -37,9 +37,15 @@ def _hello(device: str) -> dict:
         triton_version = None
     if device.startswith("cuda") and not torch.cuda.is_available():
         return {"ok": False, "error": f"--device {device}, but torch {torch.__version__} sees no CUDA device"}
-    return {"ok": True, "python": sys.version.split()[0], "torch": torch.__version__, "triton": triton_version,
-            "pid": os.getpid(), "device": "cuda" if device.startswith("cuda") else "cpu",
-            "cuda_devices": torch.cuda.device_count() if device.startswith("cuda") else 0}
+    return {
+        "ok": True,
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "pid": os.getpid(),
+        "device": "cuda" if device.startswith("cuda") else "cpu",
+        "cuda_devices": torch.cuda.device_count() if device.startswith("cuda") else 0,
+    }
 
 
 def _device_info(request: dict) -> dict:
@@ -50,9 +56,14 @@ def _device_info(request: dict) -> dict:
     # The GPU itself, whatever index CUDA_VISIBLE_DEVICES gives it: engines name its lock after it.
     uuid = getattr(props, "uuid", None)
     free, _ = torch.cuda.mem_get_info(index)
-    return {"ok": True, "name": props.name, "capability": f"{props.major}.{props.minor}",
-            "memory_gb": props.total_memory / 2**30, "free_gb": free / 2**30,
-            "uuid": None if uuid is None else re.sub(r"[^\w.-]", "_", str(uuid))}
+    return {
+        "ok": True,
+        "name": props.name,
+        "capability": f"{props.major}.{props.minor}",
+        "memory_gb": props.total_memory / 2**30,
+        "free_gb": free / 2**30,
+        "uuid": None if uuid is None else re.sub(r"[^\w.-]", "_", str(uuid)),
+    }
 
 
 def _sandbox_probe(request: dict) -> dict:
@@ -92,9 +103,16 @@ def main() -> int:
         from .tasks import check_task
         from .trace import trace_task
 
-        handlers = {"check_task": check_task, "trace_task": trace_task, "reference": reference, "compare": compare,
-                    "footprint": footprint,
-                    "time_reference": time_reference, "device_info": _device_info, "sandbox_probe": _sandbox_probe}
+        handlers = {
+            "check_task": check_task,
+            "trace_task": trace_task,
+            "reference": reference,
+            "compare": compare,
+            "footprint": footprint,
+            "time_reference": time_reference,
+            "device_info": _device_info,
+            "sandbox_probe": _sandbox_probe,
+        }
     hello = _hello(device)
     protocol.write_frame(channel, hello)
     if not hello["ok"]:
@@ -102,7 +120,11 @@ def main() -> int:
     while (request := protocol.read_frame(channel)) is not None:
         handler = handlers.get(request.get("op"))
         if handler is None:
-            answer = {"ok": False, "stage": "runner", "error": f"op {request.get('op')!r} is not served by a {args.role} runner"}
+            answer = {
+                "ok": False,
+                "stage": "runner",
+                "error": f"op {request.get('op')!r} is not served by a {args.role} runner",
+            }
         else:
             answer = run_in_worker(handler, request, request.get("timeout_s"))
         protocol.write_frame(channel, answer)

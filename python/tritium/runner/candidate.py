@@ -18,9 +18,9 @@ import time
 import torch
 
 from . import inputs as trial_inputs
+from .channel import ChannelError
 from .monitor import Monitor, install_launch_hook, recording
 from .phases import add_since, phase
-from .channel import ChannelError
 from .reference import spot_spec
 from .tasks import load_module, release_cached, source_line, synchronize
 from .tensorfile import read_tensors
@@ -74,10 +74,16 @@ def interpreter_limit(exc: BaseException) -> str | None:
     if not frames:
         return None
     last = frames[-1].f_code
-    if (isinstance(exc, RuntimeError) and "active drivers" in str(exc) and last.co_name == "_create_driver"
-            and _in_triton(last.co_filename, "runtime", "driver.py")):
-        return ("interpreter limit: Triton asked for a GPU driver (its autotuner benchmarks the configs on one) "
-                "and the CPU has none")
+    if (
+        isinstance(exc, RuntimeError)
+        and "active drivers" in str(exc)
+        and last.co_name == "_create_driver"
+        and _in_triton(last.co_filename, "runtime", "driver.py")
+    ):
+        return (
+            "interpreter limit: Triton asked for a GPU driver (its autotuner benchmarks the configs on one) "
+            "and the CPU has none"
+        )
     for frame in frames:
         code = frame.f_code
         if code.co_name != "__call__" or not _in_triton(code.co_filename, "runtime", "interpreter.py"):
@@ -87,8 +93,10 @@ def interpreter_limit(exc: BaseException) -> str | None:
             continue
         misread = _misread_constexprs(executor)
         if misread:
-            return ("interpreter limit: Triton's interpreter reads a parameter as constexpr only when annotated "
-                    f"`tl.constexpr` or `constexpr`, and took {', '.join(misread)} for runtime values")
+            return (
+                "interpreter limit: Triton's interpreter reads a parameter as constexpr only when annotated "
+                f"`tl.constexpr` or `constexpr`, and took {', '.join(misread)} for runtime values"
+            )
     return None
 
 
@@ -135,8 +143,12 @@ def _outputs(out, device: str) -> list[torch.Tensor]:
         if not isinstance(item, torch.Tensor):
             raise Failure("output", f"output {i} is {type(item).__name__}, not a tensor")
         if type(item) is not torch.Tensor or item.layout != torch.strided or item.is_nested:
-            raise Failure("hack", f"output {i} is a {type(item).__name__} ({item.layout}); only plain dense "
-                          "torch.Tensor outputs are accepted", rule="runtime.output_not_plain")
+            raise Failure(
+                "hack",
+                f"output {i} is a {type(item).__name__} ({item.layout}); only plain dense "
+                "torch.Tensor outputs are accepted",
+                rule="runtime.output_not_plain",
+            )
         if item.device.type != torch.device(device).type:
             raise Failure("output", f"output {i} is on {item.device}, expected {device}")
     if not items:
@@ -151,8 +163,12 @@ def _params(model: torch.nn.Module, path: str, expected: list[dict]) -> None:
     shapes = [tuple(p.shape) for p in ours]
     wanted = [tuple(e["shape"]) for e in expected]
     if shapes != wanted:
-        raise Failure("params", f"ModelNew has parameters {shapes}, the reference has {wanted}; they must match by "
-                      "order and shape (register the same nn.Parameters as Model)", rule="eval.param_mismatch")
+        raise Failure(
+            "params",
+            f"ModelNew has parameters {shapes}, the reference has {wanted}; they must match by "
+            "order and shape (register the same nn.Parameters as Model)",
+            rule="eval.param_mismatch",
+        )
     with torch.no_grad():
         for i, p in enumerate(ours):
             p.copy_(theirs[f"p{i}"].to(device=p.device, dtype=p.dtype))
@@ -195,8 +211,11 @@ def _call(model, values: list, device: str, monitor: Monitor, filename: str) -> 
         raise
     except BaseException as exc:  # noqa: BLE001 - SystemExit included: sys.exit costs a verdict
         raise _classify(exc, filename, "forward raised") from None
-    seen = {"launches": list(monitor.launches), "torch_ops": dict(monitor.torch_ops),
-            "threads_left": max(0, threading.active_count() - threads)}
+    seen = {
+        "launches": list(monitor.launches),
+        "torch_ops": dict(monitor.torch_ops),
+        "threads_left": max(0, threading.active_count() - threads),
+    }
     return _outputs(out, device), seen
 
 

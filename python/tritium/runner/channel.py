@@ -81,7 +81,7 @@ class _End:
         data = (json.dumps(message) + "\n").encode()
         view = memoryview(data)
         while view:
-            view = view[os.write(self.out_fd, view):]
+            view = view[os.write(self.out_fd, view) :]
 
     def receive(self, deadline: float | None) -> dict | None:
         """The next line as JSON; None at end of stream. Raises ChannelError past the deadline."""
@@ -115,8 +115,12 @@ class CandidateEnd(_End):
     def ship(self, what: dict, outputs: list[torch.Tensor], deadline: float | None) -> None:
         """Describes `outputs`; if the comparer wants their data (their shapes and dtypes are the
         expected ones), streams it, half a buffer at a time; then waits to be let go on."""
-        self.send({**what, "outputs": [{"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
-                                       for t in outputs]})
+        self.send(
+            {
+                **what,
+                "outputs": [{"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)} for t in outputs],
+            }
+        )
         reply = self._expect(deadline, "send")
         if reply["send"] is True:
             self._stream(outputs, deadline)
@@ -139,7 +143,7 @@ class CandidateEnd(_End):
                     outstanding -= 1
                 n = min(half, data.numel() - start)
                 slot = k % 2
-                host[slot * half:slot * half + n].copy_(data[start:start + n])
+                host[slot * half : slot * half + n].copy_(data[start : start + n])
                 self.send({"chunk": slot, "bytes": n})
                 outstanding, k = outstanding + 1, k + 1
         for _ in range(outstanding):
@@ -163,8 +167,12 @@ class ComparerEnd(_End):
             if not isinstance(entry, dict):
                 raise ChannelError("a layout entry that is not an object")
             name, shape = entry.get("dtype"), entry.get("shape")
-            if not isinstance(name, str) or not isinstance(shape, list) or len(shape) > 16 or not all(
-                    isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 48 for d in shape):
+            if (
+                not isinstance(name, str)
+                or not isinstance(shape, list)
+                or len(shape) > 16
+                or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 48 for d in shape)
+            ):
                 raise ChannelError("a layout entry without a dtype and a shape")
             seen.append((name, shape))
         return seen
@@ -180,11 +188,17 @@ class ComparerEnd(_End):
             if message is None:
                 raise ChannelError("the worker stopped in the middle of a set")
             slot, n = message.get("chunk"), message.get("bytes")
-            if slot not in (0, 1) or not isinstance(n, int) or n <= 0 or n > half or n % size or \
-                    done + n // size > flat.numel():
+            if (
+                slot not in (0, 1)
+                or not isinstance(n, int)
+                or n <= 0
+                or n > half
+                or n % size
+                or done + n // size > flat.numel()
+            ):
                 raise ChannelError("a chunk outside the buffer or the set")
             count = n // size
-            yield flat[done:done + count], host[slot * half:slot * half + n].view(expected.dtype)
+            yield flat[done : done + count], host[slot * half : slot * half + n].view(expected.dtype)
             done += count
             self.send({"free": slot})
 

@@ -93,8 +93,11 @@ class Tally:
         """{"match", "message", "max_abs", "max_rel"}."""
         out = {"match": not self.bad, "max_abs": self.max_abs, "max_rel": self.max_rel}
         if not self.bad:
-            return {**out, "message": f"{self.n} elements within atol {self.atol:g}, rtol {self.rtol:g} "
-                                      f"(max abs err {self.max_abs:.4g})"}
+            return {
+                **out,
+                "message": f"{self.n} elements within atol {self.atol:g}, rtol {self.rtol:g} "
+                f"(max abs err {self.max_abs:.4g})",
+            }
         parts = []
         if self.worst:
             i, err, want, got = self.worst
@@ -127,8 +130,14 @@ def _wrong_layout(expected: list[torch.Tensor], layout: list) -> str:
     return ""
 
 
-def receive_set(end: ComparerEnd, expected: list[torch.Tensor], layout: list, tolerances: dict,
-                deadline: float | None, own_error: list | None = None) -> dict:
+def receive_set(
+    end: ComparerEnd,
+    expected: list[torch.Tensor],
+    layout: list,
+    tolerances: dict,
+    deadline: float | None,
+    own_error: list | None = None,
+) -> dict:
     """A shipped set against the expected outputs: the first mismatch names the output. `own_error`:
     the reference's own float32 error per output, where the task is ill-conditioned."""
     result = {"match": True, "message": "", "max_abs": None, "max_rel": None}
@@ -176,8 +185,7 @@ def _own_errors(request: dict) -> dict:
 
 def compare(request: dict) -> dict:
     """Serves one candidate's channel until its worker is done or gone; answers every set's result."""
-    answer = {"ok": False, "sets": [], "done": False, "ill_conditioned_factor": ILL_CONDITIONED_FACTOR,
-              "phases_ms": {}}
+    answer = {"ok": False, "sets": [], "done": False, "ill_conditioned_factor": ILL_CONDITIONED_FACTOR, "phases_ms": {}}
     phases = answer["phases_ms"]
     if "forked_at" in request:
         add_since(phases, "startup", request["forked_at"])
@@ -213,8 +221,11 @@ def compare(request: dict) -> dict:
                         _, outputs = reference.expected(module, model, specs[key], seed, device)
                         synchronize(device)
                     with phase(phases, "receive"):
-                        result.update(receive_set(end, outputs, ComparerEnd.layout(message), tolerances, deadline,
-                                                  own_errors.get(key)))
+                        result.update(
+                            receive_set(
+                                end, outputs, ComparerEnd.layout(message), tolerances, deadline, own_errors.get(key)
+                            )
+                        )
                     del outputs
                     release_cached(device)  # nothing held while the worker goes on
             answer["sets"].append(result)

@@ -77,8 +77,12 @@ def draw(get_inputs, seed: int, distribution: str, device: str = "cpu") -> list:
 
 def planned(trial: dict) -> dict:
     """The spec that makes a planned trial's inputs (trial_values) from its entry in the plan."""
-    return {"index": int(trial["index"]), "mode": trial["mode"], "distribution": trial["distribution"],
-            "variant": trial.get("variant_spec")}
+    return {
+        "index": int(trial["index"]),
+        "mode": trial["mode"],
+        "distribution": trial["distribution"],
+        "variant": trial.get("variant_spec"),
+    }
 
 
 def trial_values(module, spec: dict, seed: int, device: str) -> list:

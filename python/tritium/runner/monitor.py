@@ -11,7 +11,6 @@ the candidate's.)
 import contextlib
 import threading
 
-import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # ATen ops that move, allocate or reinterpret memory but compute nothing.

@@ -137,8 +137,17 @@ def _float64_twin(model):
         return None
 
 
-def _trial(module, model, spec: dict, seed: int, device: str, model64=None, atol: float = 1e-4,
-           check_task: bool = True, phases: dict | None = None) -> tuple:
+def _trial(
+    module,
+    model,
+    spec: dict,
+    seed: int,
+    device: str,
+    model64=None,
+    atol: float = 1e-4,
+    check_task: bool = True,
+    phases: dict | None = None,
+) -> tuple:
     """Inputs, reference outputs, resolved distribution and the reference's own error of one trial,
     falling back to a distribution the task accepts: finite outputs, and (with a float64 twin)
     outputs its own dtype computes within tolerance. The task's own distribution, the last
@@ -155,8 +164,9 @@ def _trial(module, model, spec: dict, seed: int, device: str, model64=None, atol
             outputs = _forward(model, values, spec["mode"], device)
         if distribution == "task":
             with phase(phases, "float64"):
-                well, errors = _conditioning(model64 if check_task else None, values, outputs, spec["mode"], device,
-                                             atol)
+                well, errors = _conditioning(
+                    model64 if check_task else None, values, outputs, spec["mode"], device, atol
+                )
             return values, outputs, distribution, None if well else errors
         if _finite(outputs):
             with phase(phases, "float64"):
@@ -186,8 +196,10 @@ def lint(module, model, device: str, seed: int, atol: float = 1e-4) -> tuple[lis
             # Trials fall back to these inputs whatever the task's dtype makes of them: a kernel
             # that sums in another order than PyTorch then misses the tolerance by chance.
             ill_conditioned = True
-            warnings.append(f"ill-conditioned: on its own inputs the task's float32 outputs are more than "
-                            f"{CONDITION_MARGIN:g} of the tolerance away from float64's")
+            warnings.append(
+                f"ill-conditioned: on its own inputs the task's float32 outputs are more than "
+                f"{CONDITION_MARGIN:g} of the tolerance away from float64's"
+            )
     return sorted(set(warnings)), ill_conditioned
 
 
@@ -235,9 +247,12 @@ def _require_reproducible(module, spec: dict, values: list, seed: int, device: s
     give the same inputs, in any process."""
     again = trial_inputs.trial_values(module, spec, seed, device)
     if len(again) != len(values) or not all(trial_inputs.identical(a, b) for a, b in zip(again, values)):
-        raise TaskFailure("inputs", "get_inputs() returned other inputs under the same seeds; the engine makes each "
-                          "trial's inputs again in every process that needs them, so they may come only from torch's, "
-                          "Python's `random` or NumPy's global generators (seeded by the engine)")
+        raise TaskFailure(
+            "inputs",
+            "get_inputs() returned other inputs under the same seeds; the engine makes each "
+            "trial's inputs again in every process that needs them, so they may come only from torch's, "
+            "Python's `random` or NumPy's global generators (seeded by the engine)",
+        )
 
 
 def spot_spec(k: int) -> dict:
@@ -261,8 +276,20 @@ def _run_trials(module, model, request: dict, filename: str, device: str, seed: 
     for spec in plan:
         try:
             values, outputs, used, own_error = run_stage(
-                "forward", "forward raised", filename, _trial, module, model, spec, seed, device, model64, atol,
-                task_checked is not True, phases)
+                "forward",
+                "forward raised",
+                filename,
+                _trial,
+                module,
+                model,
+                spec,
+                seed,
+                device,
+                model64,
+                atol,
+                task_checked is not True,
+                phases,
+            )
         except TaskFailure as failure:
             if spec.get("variant") and not out_of_memory(failure):  # the task does not scale with its batch size
                 continue
@@ -273,11 +300,18 @@ def _run_trials(module, model, request: dict, filename: str, device: str, seed: 
         if not trials:
             with phase(phases, "reproducible"):
                 _require_reproducible(module, {**spec, "distribution": used}, values, seed, device)
-        trials.append({"index": spec["index"], "mode": spec["mode"], "distribution": used,
-                       "variant": f"{spec['variant'][0]}={spec['variant'][1]}" if spec.get("variant") else None,
-                       "variant_spec": spec.get("variant"),
-                       "inputs": describe(v for v in values if isinstance(v, torch.Tensor)),
-                       "outputs": describe(outputs), "reference_error": own_error})
+        trials.append(
+            {
+                "index": spec["index"],
+                "mode": spec["mode"],
+                "distribution": used,
+                "variant": f"{spec['variant'][0]}={spec['variant'][1]}" if spec.get("variant") else None,
+                "variant_spec": spec.get("variant"),
+                "inputs": describe(v for v in values if isinstance(v, torch.Tensor)),
+                "outputs": describe(outputs),
+                "reference_error": own_error,
+            }
+        )
         del values, outputs
         release_cached(device)  # a GPU-size trial's blocks go back to the device, for the other jobs
     return trials, warnings
@@ -314,6 +348,7 @@ def _gib(n: int) -> str:
 def _meta_trial_bytes(module, init_inputs: list, seed: int) -> tuple[int, int, int] | None:
     """(inputs, outputs, parameters) bytes of one trial, from the task run on the meta device: no
     memory is allocated. None when the task's code does not run there (data-dependent ops)."""
+
     def nbytes(tensors) -> int:
         return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
@@ -343,9 +378,12 @@ def _require_fit(module, init_inputs: list, seed: int, device: str) -> None:
     total, have = sum(need), _device_bytes(device)
     if total > have:
         inputs, outputs, params = need
-        raise TaskFailure("memory", f"one trial needs {_gib(total)} ({_gib(inputs)} of inputs, "
-                          f"{_gib(outputs)} of outputs, {_gib(params)} of parameters) and {device} has {_gib(have)} "
-                          "in all; make the task's tensors smaller or evaluate it on a device with more memory")
+        raise TaskFailure(
+            "memory",
+            f"one trial needs {_gib(total)} ({_gib(inputs)} of inputs, "
+            f"{_gib(outputs)} of outputs, {_gib(params)} of parameters) and {device} has {_gib(have)} "
+            "in all; make the task's tensors smaller or evaluate it on a device with more memory",
+        )
 
 
 def footprint(request: dict) -> dict:
@@ -373,7 +411,12 @@ def _start(request: dict) -> tuple[str, str, int]:
 
 
 def _failed(failure: TaskFailure) -> dict:
-    return {"ok": False, "stage": failure.stage, "error": str(failure), **({"line": failure.line} if failure.line else {})}
+    return {
+        "ok": False,
+        "stage": failure.stage,
+        "error": str(failure),
+        **({"line": failure.line} if failure.line else {}),
+    }
 
 
 def reference(request: dict) -> dict:
@@ -394,8 +437,15 @@ def reference(request: dict) -> dict:
                 write_tensors(os.path.join(directory, "params.tt"), [(f"p{i}", p) for i, p in enumerate(params)])
             trials, warnings = _run_trials(module, model, request, filename, device, seed, phases)
 
-        return {"ok": True, "init_inputs": init_inputs, "params": describe(params), "trials": trials,
-                "spots": SPOT_SETS, "warnings": sorted(set(warnings)), "phases_ms": phases}
+        return {
+            "ok": True,
+            "init_inputs": init_inputs,
+            "params": describe(params),
+            "trials": trials,
+            "spots": SPOT_SETS,
+            "warnings": sorted(set(warnings)),
+            "phases_ms": phases,
+        }
     except TaskFailure as failure:
         return _failed(failure)
 

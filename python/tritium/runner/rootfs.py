@@ -50,8 +50,12 @@ class RootError(OSError):
 
 
 class _MountAttr(ctypes.Structure):
-    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
-                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
 
 
 def _fail(what: str) -> RootError:
@@ -60,7 +64,9 @@ def _fail(what: str) -> RootError:
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = (lambda s: None if s is None else s.encode())
+    def enc(s):
+        return None if s is None else s.encode()
+
     if _libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
         raise _fail(f"mount {source or fstype} on {target}")
 
@@ -79,8 +85,9 @@ def _mount_points_under(target: str) -> list[str]:
 def _make_read_only(target: str, dev: bool = False) -> None:
     """Read-only and nosuid (and nodev unless `dev`) for the mount at `target` and all below it."""
     attr = _MountAttr(_MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID | (0 if dev else _MOUNT_ATTR_NODEV), 0, 0, 0)
-    done = _libc.syscall(_SYS_MOUNT_SETATTR, _AT_FDCWD, target.encode(), _AT_RECURSIVE,
-                         ctypes.byref(attr), ctypes.sizeof(attr))
+    done = _libc.syscall(
+        _SYS_MOUNT_SETATTR, _AT_FDCWD, target.encode(), _AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr)
+    )
     if done == 0:
         return
     if ctypes.get_errno() != errno.ENOSYS:
@@ -163,8 +170,12 @@ def _make_dev(root: str, gpu: bool) -> None:
     for node in nodes:
         if os.path.exists(node):
             _bind(root, node, dev=True)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, os.path.join(dev, name))
     os.makedirs(os.path.join(dev, "shm"))
     _mount(None, dev, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)

@@ -183,8 +183,10 @@ def _drop_privileges(spec: dict, ids: tuple[int, int], report: dict, trees: list
         raise SandboxError("no uid for the candidate (the engine runs as root and gave none)")
     unreadable = _unreadable_runtime(trees)
     if unreadable:
-        raise SandboxError(f"{unreadable} is not readable by other users, so the candidate's uid cannot load "
-                           f"Python from it; make it readable (chmod -R o+rX {unreadable})")
+        raise SandboxError(
+            f"{unreadable} is not readable by other users, so the candidate's uid cannot load "
+            f"Python from it; make it readable (chmod -R o+rX {unreadable})"
+        )
     os.chown(spec["dir"], uid, gid)
     os.setgroups([])
     os.setresgid(gid, gid, gid)
@@ -297,8 +299,14 @@ def enter(spec: dict, device: str, on_init=None) -> dict:
     """Applies the sandbox to this (forked) process; returns what was applied. Raises SandboxError
     when a layer cannot be applied, unless spec["unsafe"] (then the report says what is missing).
     `on_init()` runs first thing in the namespace's PID 1, the process that returns."""
-    report = {"network": "shared", "pid_namespace": False, "user": "unchanged", "root": "host",
-              "seccomp": "off", "cpu_share": _cpu_share()}
+    report = {
+        "network": "shared",
+        "pid_namespace": False,
+        "user": "unchanged",
+        "root": "host",
+        "seccomp": "off",
+        "cpu_share": _cpu_share(),
+    }
     os.makedirs(spec["dir"], exist_ok=True)
     own_tasks = _count_own_tasks(os.getuid()) if os.geteuid() != 0 else 0  # before /proc shows only ours
     uid, gid = _sandbox_ids(spec)  # before a user namespace makes anyone root
@@ -311,8 +319,16 @@ def enter(spec: dict, device: str, on_init=None) -> dict:
             on_init()
         global _namespace_init_pid
         _namespace_init_pid = os.getpid()
-        report.update(rootfs.build(spec["dir"], uid, gid, [p for p in spec.get("hide", []) if p],
-                                   [p for p in spec.get("read_only", []) if p], device.startswith("cuda")))
+        report.update(
+            rootfs.build(
+                spec["dir"],
+                uid,
+                gid,
+                [p for p in spec.get("hide", []) if p],
+                [p for p in spec.get("read_only", []) if p],
+                device.startswith("cuda"),
+            )
+        )
         _cap_pids(_process_limit(spec) * 2, report)
         _drop_privileges(spec, (uid, gid), report, report["read_only"])
     except (SandboxError, OSError) as exc:

@@ -55,7 +55,9 @@ def load_module(source: str, filename: str, name: str = "tritium_task") -> types
 def require(module: types.ModuleType, name: str, what: str):
     value = getattr(module, name, None)
     if not callable(value):
-        raise TaskFailure("load", f"missing {what}; a KernelBench task defines Model, get_inputs() and get_init_inputs()")
+        raise TaskFailure(
+            "load", f"missing {what}; a KernelBench task defines Model, get_inputs() and get_init_inputs()"
+        )
     return value
 
 
@@ -125,7 +127,9 @@ def check_task(request: dict) -> dict:
 
         start = time.perf_counter()
         init_inputs = run_stage("init", "get_init_inputs() raised", filename, get_init_inputs)
-        model = run_stage("init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs).to(device))
+        model = run_stage(
+            "init", "Model(*get_init_inputs()) raised", filename, lambda: model_cls(*init_inputs).to(device)
+        )
         init_ms = (time.perf_counter() - start) * 1e3
 
         inputs = run_stage("inputs", "get_inputs() raised", filename, get_inputs)
@@ -138,10 +142,16 @@ def check_task(request: dict) -> dict:
         outputs = flatten_outputs(out)
         from .reference import lint
 
-        warnings, ill_conditioned = run_stage("forward", "forward raised", filename, lint, module, model,
-                                              device, int(request.get("seed", 0)))
+        warnings, ill_conditioned = run_stage(
+            "forward", "forward raised", filename, lint, module, model, device, int(request.get("seed", 0))
+        )
     except TaskFailure as failure:
-        return {"ok": False, "stage": failure.stage, "error": str(failure), **({"line": failure.line} if failure.line else {})}
+        return {
+            "ok": False,
+            "stage": failure.stage,
+            "error": str(failure),
+            **({"line": failure.line} if failure.line else {}),
+        }
     return {
         "ok": True,
         "inputs": describe([x for x in inputs if isinstance(x, torch.Tensor)]),

@@ -1,8 +1,8 @@
-"""Tensor files, shared with cpp/src/exec/tensor_file.cc (the layout is described there).
-
-The runner writes inputs and outputs here and the engine compares them in C++. A candidate writes
-its own outputs file, so the reader checks everything the C++ reader checks. Raw bytes go through
-uint8 views, which also carries bfloat16; numpy only lends the writer a view (no copy) to write.
+"""Tensor files: how the trusted reference hands a candidate's side the task's perturbed parameters
+(params.tt), which it loads into ModelNew. A file crosses from one process to another, so the
+reader checks everything (magic, header size and depth, dtypes, shapes, offsets, file size). Raw
+bytes go through uint8 views, which also carries bfloat16; numpy only lends the writer a view (no
+copy) to write.
 """
 
 import itertools

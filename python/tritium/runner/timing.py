@@ -64,8 +64,14 @@ class GpuLock:
     sandboxed uids may not write them, and flock needs no more. Without a path it does nothing
     (CPU)."""
 
-    def __init__(self, lock_path: str | None, wait_s: float = LOCK_WAIT_S, sync=None, give_up_at: float | None = None,
-                 gate_wait_s: float = GATE_WAIT_S):
+    def __init__(
+        self,
+        lock_path: str | None,
+        wait_s: float = LOCK_WAIT_S,
+        sync=None,
+        give_up_at: float | None = None,
+        gate_wait_s: float = GATE_WAIT_S,
+    ):
         self.lock = open(lock_path) if lock_path else None  # noqa: SIM115 - held for the object's life
         self.gate = open(lock_path + ".gate") if lock_path else None  # noqa: SIM115
         self.sharing = False  # a share is held now
@@ -79,13 +85,18 @@ class GpuLock:
         self._sync = sync
 
     @classmethod
-    def for_device(cls, device: str, lock_path: str | None, wait_s: float | None = None,
-                   give_up_at: float | None = None) -> "GpuLock":
+    def for_device(
+        cls, device: str, lock_path: str | None, wait_s: float | None = None, give_up_at: float | None = None
+    ) -> "GpuLock":
         """The lock of a runner working on `device`: a no-op on the CPU; on a GPU, one that
         synchronizes the device before letting go."""
         on_gpu = device.startswith("cuda")
-        return cls(lock_path if on_gpu else None, LOCK_WAIT_S if wait_s is None else wait_s,
-                   sync=torch.cuda.synchronize if on_gpu else None, give_up_at=give_up_at)
+        return cls(
+            lock_path if on_gpu else None,
+            LOCK_WAIT_S if wait_s is None else wait_s,
+            sync=torch.cuda.synchronize if on_gpu else None,
+            give_up_at=give_up_at,
+        )
 
     def sync(self) -> None:
         if self._sync is None:
@@ -270,8 +281,9 @@ def warm_up_calls(timer: Timer, fn, fresh_inputs) -> int:
     return planned_calls(min(timer.call(fn, fresh_inputs(-1 - j))[1] for j in range(WARMUP_CALLS)))
 
 
-def measure(fn, fresh_inputs, device: str, spot: dict | None = None, calls: int | None = None,
-            timer: Timer | None = None) -> dict:
+def measure(
+    fn, fresh_inputs, device: str, spot: dict | None = None, calls: int | None = None, timer: Timer | None = None
+) -> dict:
     """Times `fn` on fresh inputs (fresh_inputs(j) gives call j's); `spot` maps call positions to
     functions making input sets whose outputs are returned under "spot_outputs" as {position:
     output}. Without `calls`, warm-up calls plan them; a caller that planned already passes its
@@ -311,7 +323,9 @@ def kernel_coverage(fn, inputs: list, kernel_names: set[str], gpu: GpuLock, call
     finally:
         with gpu.released():
             prof.stop()
-            cuda_events = [(e.name, e.time_range.elapsed_us()) for e in prof.events() if e.device_type == DeviceType.CUDA]
+            cuda_events = [
+                (e.name, e.time_range.elapsed_us()) for e in prof.events() if e.device_type == DeviceType.CUDA
+            ]
     total = own = 0.0
     others: dict[str, float] = {}
     for name, us in cuda_events:

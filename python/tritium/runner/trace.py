@@ -46,12 +46,20 @@ _BINARY = {  # tensor op tensor, and the catalog op for tensor op number
     "maximum": ([torch.maximum, "maximum"], None),
     "minimum": ([torch.minimum, "minimum"], None),
 }
-_REDUCTIONS = {"sum": [torch.sum, "sum"], "mean": [torch.mean, "mean"], "amax": [torch.amax, "amax"],
-               "amin": [torch.amin, "amin"], "logsumexp": [torch.logsumexp, "logsumexp"], "var": [torch.var, "var"],
-               "std": [torch.std, "std"]}
+_REDUCTIONS = {
+    "sum": [torch.sum, "sum"],
+    "mean": [torch.mean, "mean"],
+    "amax": [torch.amax, "amax"],
+    "amin": [torch.amin, "amin"],
+    "logsumexp": [torch.logsumexp, "logsumexp"],
+    "var": [torch.var, "var"],
+    "std": [torch.std, "std"],
+}
 _WITH_INDICES = {"max": [torch.max, "max"], "min": [torch.min, "min"]}  # (values, indices): .values maps
-_SOFTMAX = {"softmax": [torch.softmax, F.softmax, nn.Softmax, "softmax"],
-            "log_softmax": [torch.log_softmax, F.log_softmax, nn.LogSoftmax, "log_softmax"]}
+_SOFTMAX = {
+    "softmax": [torch.softmax, F.softmax, nn.Softmax, "softmax"],
+    "log_softmax": [torch.log_softmax, F.log_softmax, nn.LogSoftmax, "log_softmax"],
+}
 
 
 class Unmapped(Exception):
@@ -383,15 +391,35 @@ def trace_model(model: nn.Module, inputs: list, init_args: list) -> dict:
             mapper.unmapped.append({"name": "output", "target": "return", "why": str(why)})
     used = {p["init"] for p in mapper.param_tensors} | {n["init"] for n in mapper.nodes if "init" in n}
     if not mapper.unmapped and _creators(model) != used:
-        mapper.unmapped.append({"name": "parameters", "target": "Model.__init__",
-                                "why": "Model holds parameters that forward does not use through a mapped operator"})
-    return _dag(init_args, mapper.inputs, [list(p.shape) for p in model.parameters()], mapper.param_tensors,
-                mapper.nodes, outputs, mapper.unmapped)
+        mapper.unmapped.append(
+            {
+                "name": "parameters",
+                "target": "Model.__init__",
+                "why": "Model holds parameters that forward does not use through a mapped operator",
+            }
+        )
+    return _dag(
+        init_args,
+        mapper.inputs,
+        [list(p.shape) for p in model.parameters()],
+        mapper.param_tensors,
+        mapper.nodes,
+        outputs,
+        mapper.unmapped,
+    )
 
 
 def _dag(init_args, inputs, params, param_tensors, nodes, outputs, unmapped) -> dict:
-    return {"ok": True, "init_args": init_args, "inputs": inputs, "params": params, "param_tensors": param_tensors,
-            "nodes": nodes, "outputs": outputs, "unmapped": unmapped}
+    return {
+        "ok": True,
+        "init_args": init_args,
+        "inputs": inputs,
+        "params": params,
+        "param_tensors": param_tensors,
+        "nodes": nodes,
+        "outputs": outputs,
+        "unmapped": unmapped,
+    }
 
 
 def _creators(model: nn.Module) -> set:

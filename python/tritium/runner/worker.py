@@ -30,7 +30,11 @@ _TEARDOWN_WAIT_S = 10.0  # how long a killed group (a fork bomb: a thousand proc
 def _describe_status(status: int) -> str:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        return f"signal {sig} ({signal.Signals(sig).name})" if sig in signal.Signals._value2member_map_ else f"signal {sig}"
+        return (
+            f"signal {sig} ({signal.Signals(sig).name})"
+            if sig in signal.Signals._value2member_map_
+            else f"signal {sig}"
+        )
     return f"exit code {os.waitstatus_to_exitcode(status)}"
 
 
@@ -96,7 +100,7 @@ def _child(handler, request: dict, result_fd: int, output_fd: int, timeout_s: fl
             pass
         view = memoryview(data)
         while view:
-            view = view[os.write(result_fd, view):]
+            view = view[os.write(result_fd, view) :]
     finally:
         os._exit(0)
 

@@ -19,55 +19,38 @@ import contextlib
 import json
 import os
 import pathlib
-import shutil
-import subprocess
+import signal
 import sys
 import tomllib
 
-from .evaluate import evaluate_model
+from .. import api
 from . import schema
+from .evaluate import evaluate_model
 from .rl import RLConfig, train_rl
 from .sft import SFTConfig, latest_checkpoint, train_sft
 
 STAGES = schema.STAGES
 
-_CHILD_STOP_S = 60  # how long a stopped child may take to end its runners and remove its work directory
-
-
-def _cli(*args: str) -> str:
-    """Runs a `tritium` subcommand. Should this process die meanwhile (SIGTERM's default action, SIGKILL),
-    the child takes its death as SIGTERM (TRITIUM_PARENT_PID, docs/cli.md): it ends its runners and
-    removes its work directory. On KeyboardInterrupt it gets SIGTERM and is waited for."""
-    tritium = shutil.which("tritium", path=os.path.dirname(sys.executable)) or shutil.which("tritium")
-    env = {**os.environ, "TRITIUM_PARENT_PID": str(os.getpid())}
-    child = subprocess.Popen([tritium, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        stdout, stderr = child.communicate()
-    except BaseException:
-        child.terminate()
-        try:
-            child.wait(_CHILD_STOP_S)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-        raise
-    if child.returncode not in (0, 1):
-        raise RuntimeError(f"tritium {' '.join(args)}: {stderr.strip()}")
-    return stdout
-
 
 def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
     tasks = out / "tasks.jsonl"
-    _cli("synth", "--count", str(cfg.get("count", 40)), "--difficulty", str(cfg.get("difficulty", "1-2")),
-         "--ops", cfg.get("ops", ""), "--seed", str(seed), "--with-solutions", "--out", str(tasks))
+    api.make_suite(
+        out=tasks,
+        count=int(cfg.get("count", 40)),
+        difficulty=str(cfg.get("difficulty", "1-2")),
+        ops=cfg.get("ops", ""),
+        seed=seed,
+        with_solutions=True,
+    )
     lines = tasks.read_text().splitlines()
     heldout = int(cfg.get("heldout", max(1, len(lines) // 5)))
     (out / "train_tasks.jsonl").write_text("\n".join(lines[:-heldout]) + "\n")
     (out / "heldout.jsonl").write_text("\n".join(lines[-heldout:]) + "\n")
-    stats = json.loads(_cli("data", "sft", "--tasks", str(out / "train_tasks.jsonl"), "--out", str(out / "sft.jsonl"),
-                            "--device", cfg.get("device", "auto"), "--json"))
-    print(f"data: {len(lines) - heldout} training tasks, {heldout} held out; SFT examples kept {stats['kept']}, "
-          f"dropped {stats['dropped']}")
+    stats = api.sft_data(out / "train_tasks.jsonl", out / "sft.jsonl", device=cfg.get("device", "auto"))
+    print(
+        f"data: {len(lines) - heldout} training tasks, {heldout} held out; SFT examples kept {stats['kept']}, "
+        f"dropped {stats['dropped']}"
+    )
 
 
 def _gpus_wanted(config: dict) -> bool:
@@ -94,8 +77,9 @@ class Evaluations:
         if self.on and self.state.is_main_process:
             print(f"eval: {name} ({model})", flush=True)
             where = self.out / "eval" / name
-            self.metrics[name] = evaluate_model(str(model), str(self.out / "heldout.jsonl"), str(where), seed=self.seed,
-                                                **self.cfg)
+            self.metrics[name] = evaluate_model(
+                str(model), str(self.out / "heldout.jsonl"), str(where), seed=self.seed, **self.cfg
+            )
             self.verdicts.append(where / "verdicts.jsonl")
         self.state.wait_for_everyone()
 
@@ -113,7 +97,10 @@ class Evaluations:
         name (a run stopped after RL gets its eval in a later call), beside the earlier stages' evals."""
         if model:
             return self.after("model", pathlib.Path(model))
-        checkpoints = {"sft": latest_checkpoint(self.out / "sft"), "rl": latest_checkpoint(self.out / "rl", "config.json")}
+        checkpoints = {
+            "sft": latest_checkpoint(self.out / "sft"),
+            "rl": latest_checkpoint(self.out / "rl", "config.json"),
+        }
         stage = next((name for name in ("rl", "sft") if checkpoints[name]), None)
         if stage is None:
             raise ValueError(f"eval alone needs [eval] model, or an SFT or RL checkpoint under {self.out}")
@@ -123,8 +110,7 @@ class Evaluations:
 
     def report(self) -> None:
         if len(self.verdicts) > 1:  # the stages side by side: base, SFT, RL
-            _cli("report", str(self.verdicts[0]), "--compare", *map(str, self.verdicts[1:]),
-                 "--out", str(self.out / "report"))
+            api.report(self.verdicts, self.out / "report")
             self.report_dir = self.out / "report"
             print(f"eval: report with the stages side by side in {self.report_dir}")
 
@@ -165,25 +151,39 @@ def run(config_path: str) -> dict:
         rl = {k: v for k, v in config.get("rl", {}).items() if k != "model"}
         if rl.get("curriculum") and "heldout" not in rl:
             rl["heldout"] = str(out / "heldout.jsonl")
-        result = train_rl(RLConfig(tasks=str(out / "train_tasks.jsonl"), model=str(start), out=str(out / "rl"),
-                                   seed=seed, **rl))
+        result = train_rl(
+            RLConfig(tasks=str(out / "train_tasks.jsonl"), model=str(start), out=str(out / "rl"), seed=seed, **rl)
+        )
         evaluations.after("rl", pathlib.Path(result["checkpoint"]))
     if "eval" in stages and "sft" not in stages and "rl" not in stages:
         evaluations.alone(config.get("eval", {}).get("model"))
     evaluations.report()
     checkpoints = {"sft": latest_checkpoint(out / "sft"), "rl": latest_checkpoint(out / "rl", "config.json")}
-    return {"config": config_path, "out": str(out), "stages": stages,
-            "checkpoints": {k: str(v) for k, v in checkpoints.items() if v},
-            "eval": evaluations.metrics, "report": str(evaluations.report_dir) if evaluations.report_dir else None}
+    return {
+        "config": config_path,
+        "out": str(out),
+        "stages": stages,
+        "checkpoints": {k: str(v) for k, v in checkpoints.items() if v},
+        "eval": evaluations.metrics,
+        "report": str(evaluations.report_dir) if evaluations.report_dir else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tritium train", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="tritium train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--config", required=True, help="a TOML file (configs/)")
-    parser.add_argument("--json", action="store_true",
-                        help="the stages' logs on stderr; on stdout one JSON document of what the run made")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="the stages' logs on stderr; on stdout one JSON document of what the run made",
+    )
     args = parser.parse_args(argv)
+    # Tritium's calls (the engine, synthesis) run with the GIL released, where KeyboardInterrupt would
+    # wait for them to return: Ctrl-C ends the process as SIGTERM does. Its runners die with it and the
+    # engine's guard removes its work directory; checkpoints are already on disk.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
             summary = run(args.config)

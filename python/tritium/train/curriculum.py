@@ -18,7 +18,7 @@ def task_level(task: dict) -> int:
 
 
 def parse_weights(text: str) -> dict[int, float]:
-    """"1:0.5,2:0.3,3:0.2" -> {1: 0.5, 2: 0.3, 3: 0.2}; "" -> {} (equal weights)."""
+    """ "1:0.5,2:0.3,3:0.2" -> {1: 0.5, 2: 0.3, 3: 0.2}; "" -> {} (equal weights)."""
     weights = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         level, sep, weight = part.partition(":")
@@ -34,8 +34,9 @@ def parse_weights(text: str) -> dict[int, float]:
 class Curriculum:
     """Levels open in order; `pick` draws a level among the open ones by weight, then a task."""
 
-    def __init__(self, tasks: list[dict], weights: dict[int, float] | None = None, enabled: bool = True,
-                 promote_at: float = 0.5):
+    def __init__(
+        self, tasks: list[dict], weights: dict[int, float] | None = None, enabled: bool = True, promote_at: float = 0.5
+    ):
         self.by_level: dict[int, list[dict]] = defaultdict(list)
         for t in tasks:
             self.by_level[task_level(t)].append(t)
@@ -54,7 +55,7 @@ class Curriculum:
         return self.levels[self.open - 1]
 
     def open_levels(self) -> list[int]:
-        levels = self.levels[:self.open]
+        levels = self.levels[: self.open]
         # A weight-0 level stays out of the mix; when all open ones are 0, they share equally.
         return [lv for lv in levels if self.weights[lv] > 0] or levels
 

@@ -16,7 +16,7 @@ def read_jsonl(path: str | pathlib.Path) -> list[dict]:
         if line.strip():
             row = json.loads(line)
             if not isinstance(row.get("prompt"), str) or not isinstance(row.get("response"), str):
-                raise ValueError(f"{path}:{n}: expected {{\"prompt\": str, \"response\": str}}")
+                raise ValueError(f'{path}:{n}: expected {{"prompt": str, "response": str}}')
             rows.append(row)
     return rows
 
@@ -24,8 +24,9 @@ def read_jsonl(path: str | pathlib.Path) -> list[dict]:
 def prompt_text(tokenizer, prompt: str) -> str:
     """The prompt as the model sees it: through the chat template when the tokenizer has one."""
     if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                             add_generation_prompt=True)
+        return tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
     return prompt + "\n\n"
 
 

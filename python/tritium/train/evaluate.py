@@ -1,13 +1,10 @@
 """The eval stage: k samples per held-out task from a model, verdicts from the engine, then
-metrics and `tritium report` files (pass@k, fast_p, the status breakdown)."""
+metrics and the report's files (pass@k, fast_p, the status breakdown)."""
 
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import shutil
-import subprocess
 import sys
 
 import torch
@@ -17,10 +14,22 @@ from .curriculum import task_level
 from .rollout import rollouts
 
 
-def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_new_tokens: int = 512,
-                   temperature: float = 0.7, top_p: float = 0.95, device: str = "auto", engine_device: str = "auto",
-                   seed: int = 0, prompts_per_generate: int = 16, engine_timeout_s: float = 0.0, generator: str = "auto",
-                   log=print) -> dict:
+def evaluate_model(
+    model_dir: str,
+    tasks: str,
+    out: str,
+    samples: int = 4,
+    max_new_tokens: int = 512,
+    temperature: float = 0.7,
+    top_p: float = 0.95,
+    device: str = "auto",
+    engine_device: str = "auto",
+    seed: int = 0,
+    prompts_per_generate: int = 16,
+    engine_timeout_s: float = 0.0,
+    generator: str = "auto",
+    log=print,
+) -> dict:
     """Writes OUT/verdicts.jsonl and OUT/report.{md,json,html}, broken down by level (a synthesized
     task's difficulty); returns the overall metrics. `engine_timeout_s` bounds each sample's
     evaluation (0: the engine's default). `generator` samples them (tritium.train.rollout).
@@ -37,19 +46,35 @@ def evaluate_model(model_dir: str, tasks: str, out: str, samples: int = 4, max_n
     items = []
     suite = api.load_suite(tasks, with_source=True)["tasks"]
     for start in range(0, len(suite), prompts_per_generate):
-        chunk = suite[start:start + prompts_per_generate]
-        results = rollouts(model, tokenizer, [api.kernel_prompt(t["source"]) for t in chunk], samples, max_new_tokens,
-                           temperature, top_p, generator)
+        chunk = suite[start : start + prompts_per_generate]
+        results = rollouts(
+            model,
+            tokenizer,
+            [api.kernel_prompt(t["source"]) for t in chunk],
+            samples,
+            max_new_tokens,
+            temperature,
+            top_p,
+            generator,
+        )
         for task, (_, _, texts) in zip(chunk, results):
-            items += [{"id": f"{task['id']}#{k}", "task": task["source"], "task_id": task["id"], "response": t,
-                       "group": task["id"], "sample": k, "level": task_level(task)} for k, t in enumerate(texts)]
+            items += [
+                {
+                    "id": f"{task['id']}#{k}",
+                    "task": task["source"],
+                    "task_id": task["id"],
+                    "response": t,
+                    "group": task["id"],
+                    "sample": k,
+                    "level": task_level(task),
+                }
+                for k, t in enumerate(texts)
+            ]
     engine = api.Engine(device=engine_device, python=sys.executable, timeout_s=engine_timeout_s or None)
     verdicts = engine.evaluate(items)
     verdict_file = where / "verdicts.jsonl"
     verdict_file.write_text("".join(json.dumps(v) + "\n" for v in verdicts))
-    tritium_cli = shutil.which("tritium", path=os.path.dirname(sys.executable)) or shutil.which("tritium")
-    if tritium_cli:
-        subprocess.run([tritium_cli, "report", str(verdict_file), "--out", str(where)], check=True, capture_output=True)
+    api.report([verdict_file], where)
     overall = api.metrics(verdicts, ks=tuple(k for k in (1, samples) if k <= samples))["overall"]
     log(f"eval: {len(verdicts)} samples over {overall['tasks']} tasks: {overall['stages']}, {overall['pass']}")
     return overall

@@ -16,8 +16,15 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor)
     return torch.log_softmax(logits, dim=-1).gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
 
 
-def grpo_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
-              clip_eps: float = 0.2, ref_logprobs: torch.Tensor | None = None, kl_coef: float = 0.0) -> torch.Tensor:
+def grpo_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_eps: float = 0.2,
+    ref_logprobs: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+) -> torch.Tensor:
     """The clipped surrogate per token, min(r A, clip(r, 1-eps, 1+eps) A) with r = p / p_old, plus
     kl_coef times the k3 estimate of KL(policy || reference) when reference log-probs are given;
     averaged over each sequence's response tokens (`mask`), then over sequences, as GRPO does.
@@ -42,7 +49,7 @@ def response_advantages(tokenizer, prompt_len: int, response: str, advantage: di
     per_token = api.token_advantages(response, encoded["offset_mapping"], advantage)
     row = torch.zeros(length)
     end = min(length, prompt_len + len(per_token))
-    row[prompt_len:end] = torch.tensor(per_token[:end - prompt_len])
+    row[prompt_len:end] = torch.tensor(per_token[: end - prompt_len])
     if prompt_len + len(per_token) < length:  # the EOS closes the code
         row[prompt_len + len(per_token)] = advantage["code"]
     return row

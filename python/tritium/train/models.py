@@ -10,12 +10,19 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 
 SPECIAL = {"unk_token": "<unk>", "pad_token": "<pad>", "bos_token": "<s>", "eos_token": "</s>"}
 # Small enough to train on two CPU cores in minutes; Llama-shaped so the code path is the real one.
-TINY = {"hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "max_position_embeddings": 4096, "rope_theta": 10000.0}
+TINY = {
+    "hidden_size": 128,
+    "intermediate_size": 384,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
+}
 
 
 def device_for(name: str) -> torch.device:
-    """"auto" is the GPU when torch sees one, else the CPU; anything else is taken as given."""
+    """ "auto" is the GPU when torch sees one, else the CPU; anything else is taken as given."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
@@ -28,17 +35,25 @@ def train_tokenizer(corpus: list[str], vocab_size: int = 2048) -> PreTrainedToke
     bpe = Tokenizer(models.BPE(unk_token=SPECIAL["unk_token"]))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL.values()),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL.values()),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     bpe.train_from_iterator(corpus, trainer)
     return PreTrainedTokenizerFast(tokenizer_object=bpe, **SPECIAL)
 
 
 def tiny_model(tokenizer, seed: int = 0, **overrides) -> LlamaForCausalLM:
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         tie_word_embeddings=True, **{**TINY, **overrides})
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=True,
+        **{**TINY, **overrides},
+    )
     return LlamaForCausalLM(config)
 
 

@@ -31,8 +31,8 @@ from collections import Counter
 import torch
 
 from . import grpo, models
-from .cli import parse_config
 from .board import Board, progress
+from .cli import parse_config
 from .curriculum import Curriculum, parse_weights, task_level
 from .rollout import rollouts
 
@@ -45,29 +45,29 @@ class RLConfig:
     steps: int = 10
     prompts_per_step: int = 2
     group_size: int = 4
-    rollout_batch: int = 1      # prompts per generate call and per engine call (rollouts depend on it)
+    rollout_batch: int = 1  # prompts per generate call and per engine call (rollouts depend on it)
     max_new_tokens: int = 512
-    generator: str = "auto"     # rollouts: "generate" (= "auto"), "continuous" or "compiled" (tritium.train.rollout)
+    generator: str = "auto"  # rollouts: "generate" (= "auto"), "continuous" or "compiled" (tritium.train.rollout)
     temperature: float = 1.0
     top_p: float = 1.0
     lr: float = 1e-6
     clip_eps: float = 0.2
     kl_coef: float = 0.0
-    updates: int = 1            # policy updates per batch of rollouts
-    reward: str = "{}"          # reward config as JSON (docs/rewards.md); default HRD
-    endpoints: str = ""         # comma-separated tritium serve URLs; empty: the engine in-process
+    updates: int = 1  # policy updates per batch of rollouts
+    reward: str = "{}"  # reward config as JSON (docs/rewards.md); default HRD
+    endpoints: str = ""  # comma-separated tritium serve URLs; empty: the engine in-process
     device: str = "auto"
     engine_device: str = "auto"
     engine_timeout_s: float = 0.0  # per rollout's evaluation, in-process engine; 0: the engine's default (120 s)
     seed: int = 0
-    save_every: int = 0         # 0: only at the end
+    save_every: int = 0  # 0: only at the end
     log_every: int = 1
-    curriculum: bool = False    # open difficulty levels one at a time (docs/training.md)
-    promote_at: float = 0.5     # held-out pass@1 on the highest open level that opens the next
-    curriculum_every: int = 5   # steps between held-out checks
-    heldout: str = ""           # suite of held-out tasks for the checks; empty: training rollouts
-    level_weights: str = ""     # mixing weights over open levels, "1:0.5,2:0.3,3:0.2"; empty: equal
-    tensorboard: bool = True    # scalars in OUT/tensorboard (when the package is installed)
+    curriculum: bool = False  # open difficulty levels one at a time (docs/training.md)
+    promote_at: float = 0.5  # held-out pass@1 on the highest open level that opens the next
+    curriculum_every: int = 5  # steps between held-out checks
+    heldout: str = ""  # suite of held-out tasks for the checks; empty: training rollouts
+    level_weights: str = ""  # mixing weights over open levels, "1:0.5,2:0.3,3:0.2"; empty: equal
+    tensorboard: bool = True  # scalars in OUT/tensorboard (when the package is installed)
 
 
 def _batch(prompt_ids: list[int], completions: list[list[int]], pad_id: int, device: torch.device):
@@ -76,8 +76,8 @@ def _batch(prompt_ids: list[int], completions: list[list[int]], pad_id: int, dev
     attention = torch.zeros_like(ids)
     for i, c in enumerate(completions):
         row = prompt_ids + c
-        ids[i, :len(row)] = torch.tensor(row)
-        attention[i, :len(row)] = 1
+        ids[i, : len(row)] = torch.tensor(row)
+        attention[i, : len(row)] = 1
     return ids.to(device), attention.to(device)
 
 
@@ -85,8 +85,9 @@ def _seed_for(seed: int, *where) -> int:
     return int.from_bytes(hashlib.sha256(repr((seed, *where)).encode()).digest()[:7], "little")
 
 
-def _rollout_batch(cfg: RLConfig, model, tokenizer, client, tasks: list[dict], first: int, step: int, reference,
-                   device, clock: Counter) -> tuple[list[dict], list[dict]]:
+def _rollout_batch(
+    cfg: RLConfig, model, tokenizer, client, tasks: list[dict], first: int, step: int, reference, device, clock: Counter
+) -> tuple[list[dict], list[dict]]:
     """Prompts first, first+1, ...: their groups rolled out in one generate call (seeded by step and
     first prompt, so on any process alike), judged in one engine call, and the tensors each group's
     loss needs, with its statistics. Adds the seconds spent generating and scoring to `clock`."""
@@ -94,17 +95,38 @@ def _rollout_batch(cfg: RLConfig, model, tokenizer, client, tasks: list[dict], f
 
     torch.manual_seed(_seed_for(cfg.seed, step, first))
     began = time.monotonic()
-    results = rollouts(model, tokenizer, [api.kernel_prompt(t["source"]) for t in tasks], cfg.group_size,
-                       cfg.max_new_tokens, cfg.temperature, cfg.top_p, cfg.generator)
+    results = rollouts(
+        model,
+        tokenizer,
+        [api.kernel_prompt(t["source"]) for t in tasks],
+        cfg.group_size,
+        cfg.max_new_tokens,
+        cfg.temperature,
+        cfg.top_p,
+        cfg.generator,
+    )
     clock["generate"] += time.monotonic() - began
     began = time.monotonic()
-    scored = client.score([{"response": text, "task": task["source"], "group": first + i}
-                           for i, (task, (_, _, texts)) in enumerate(zip(tasks, results)) for text in texts])
+    scored = client.score(
+        [
+            {"response": text, "task": task["source"], "group": first + i}
+            for i, (task, (_, _, texts)) in enumerate(zip(tasks, results))
+            for text in texts
+        ]
+    )
     clock["score"] += time.monotonic() - began
     groups, stats = [], []
     for i, (task, (prompt_ids, completions, texts)) in enumerate(zip(tasks, results)):
-        group, st = _group_tensors(tokenizer, prompt_ids, completions, texts,
-                                   scored[i * cfg.group_size:(i + 1) * cfg.group_size], model, reference, device)
+        group, st = _group_tensors(
+            tokenizer,
+            prompt_ids,
+            completions,
+            texts,
+            scored[i * cfg.group_size : (i + 1) * cfg.group_size],
+            model,
+            reference,
+            device,
+        )
         groups.append(group)
         stats.append({**st, "level": task_level(task)})
     return groups, stats
@@ -113,19 +135,26 @@ def _rollout_batch(cfg: RLConfig, model, tokenizer, client, tasks: list[dict], f
 def _group_tensors(tokenizer, prompt_ids, completions, texts, scored, model, reference, device):
     """One prompt's group: token-level advantages, the completion mask, old (and reference) log-probs."""
     ids, attention = _batch(prompt_ids, completions, tokenizer.pad_token_id, device)
-    adv = torch.stack([grpo.response_advantages(tokenizer, len(prompt_ids), t, s["advantage"], ids.shape[1])
-                       for t, s in zip(texts, scored)])[:, 1:].to(device)
+    adv = torch.stack(
+        [
+            grpo.response_advantages(tokenizer, len(prompt_ids), t, s["advantage"], ids.shape[1])
+            for t, s in zip(texts, scored)
+        ]
+    )[:, 1:].to(device)
     mask = attention[:, 1:].clone()
-    mask[:, :len(prompt_ids) - 1] = 0  # only the completion's tokens are trained
+    mask[:, : len(prompt_ids) - 1] = 0  # only the completion's tokens are trained
     with torch.no_grad():
         old = grpo.token_logprobs(model, ids, attention)
         ref = grpo.token_logprobs(reference, ids, attention) if reference is not None else None
     tokens = mask.sum().clamp(min=1)
-    stats = {"statuses": [s["verdict"]["status"] for s in scored], "rewards": [s["reward"]["scalar"] for s in scored],
-             "components": [{k: float(v) for k, v in s["reward"].items() if isinstance(v, (int, float))} for s in scored],
-             "lengths": [len(c) for c in completions],
-             # The sampled tokens' mean surprise estimates the policy's entropy (at temperature 1).
-             "entropy": float(-(old * mask).sum() / tokens)}
+    stats = {
+        "statuses": [s["verdict"]["status"] for s in scored],
+        "rewards": [s["reward"]["scalar"] for s in scored],
+        "components": [{k: float(v) for k, v in s["reward"].items() if isinstance(v, (int, float))} for s in scored],
+        "lengths": [len(c) for c in completions],
+        # The sampled tokens' mean surprise estimates the policy's entropy (at temperature 1).
+        "entropy": float(-(old * mask).sum() / tokens),
+    }
     if ref is not None:
         delta = ref - old
         stats["kl"] = float(((torch.exp(delta) - delta - 1) * mask).sum() / tokens)
@@ -141,8 +170,15 @@ def _update(cfg: RLConfig, accelerator, model, optimizer, groups: list[dict], to
         for k, t in enumerate(groups):
             sync = contextlib.nullcontext() if k == len(groups) - 1 else accelerator.no_sync(model)
             with sync:
-                loss = grpo.grpo_loss(grpo.token_logprobs(model, t["ids"], t["attention"]), t["old"], t["adv"],
-                                      t["mask"], cfg.clip_eps, ref_logprobs=t["ref"], kl_coef=cfg.kl_coef)
+                loss = grpo.grpo_loss(
+                    grpo.token_logprobs(model, t["ids"], t["attention"]),
+                    t["old"],
+                    t["adv"],
+                    t["mask"],
+                    cfg.clip_eps,
+                    ref_logprobs=t["ref"],
+                    kl_coef=cfg.kl_coef,
+                )
                 accelerator.backward(loss * world / total_groups)  # averaged by accelerate over processes
             loss_sum += loss.detach()
         accelerator.clip_grad_norm_(model.parameters(), 1.0)
@@ -158,12 +194,18 @@ def _record(step: int, stats: list[dict], losses: float, generated: int, seconds
     for st in stats:
         for c in st["components"]:
             components.update(c)
-    record = {"step": step, "loss": losses, "reward_mean": sum(rewards) / len(rewards),
-              "statuses": dict(statuses), "rollout_tokens_per_s": generated / max(seconds, 1e-9),
-              "levels": dict(Counter(task_level(t) for t in chosen)), "open_levels": curriculum.open_levels(),
-              "reward_components": {k: v / len(rewards) for k, v in components.items()},
-              "completion_tokens_mean": sum(lengths) / len(lengths),
-              "entropy_estimate": sum(st["entropy"] for st in stats) / len(stats)}
+    record = {
+        "step": step,
+        "loss": losses,
+        "reward_mean": sum(rewards) / len(rewards),
+        "statuses": dict(statuses),
+        "rollout_tokens_per_s": generated / max(seconds, 1e-9),
+        "levels": dict(Counter(task_level(t) for t in chosen)),
+        "open_levels": curriculum.open_levels(),
+        "reward_components": {k: v / len(rewards) for k, v in components.items()},
+        "completion_tokens_mean": sum(lengths) / len(lengths),
+        "entropy_estimate": sum(st["entropy"] for st in stats) / len(stats),
+    }
     kls = [st["kl"] for st in stats if "kl" in st]
     if kls:
         record["kl"] = sum(kls) / len(kls)
@@ -181,8 +223,10 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     world, rank, main = accelerator.num_processes, accelerator.process_index, accelerator.is_main_process
     batch = max(1, cfg.rollout_batch)
     if -(-cfg.prompts_per_step // batch) < world:
-        raise ValueError(f"prompts_per_step {cfg.prompts_per_step} in batches of {batch} (rollout_batch) leaves some "
-                         f"of {world} processes without a prompt")
+        raise ValueError(
+            f"prompts_per_step {cfg.prompts_per_step} in batches of {batch} (rollout_batch) leaves some "
+            f"of {world} processes without a prompt"
+        )
     log = log if main else (lambda *_: None)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
@@ -200,8 +244,11 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     reward_config = json.loads(cfg.reward)
     endpoints = [u for u in cfg.endpoints.split(",") if u]
-    client = RewardClient(endpoints, config=reward_config) if endpoints else \
-        RewardClient(config=reward_config, device=cfg.engine_device, timeout_s=cfg.engine_timeout_s or None)
+    client = (
+        RewardClient(endpoints, config=reward_config)
+        if endpoints
+        else RewardClient(config=reward_config, device=cfg.engine_device, timeout_s=cfg.engine_timeout_s or None)
+    )
     curriculum = Curriculum(tasks, parse_weights(cfg.level_weights), cfg.curriculum, cfg.promote_at)
     heldout = api.load_suite(cfg.heldout, with_source=True)["tasks"] if cfg.curriculum and cfg.heldout else []
     rng = random.Random(cfg.seed)
@@ -214,8 +261,9 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         groups, stats = [], []
         clock = Counter()
         for first in range(rank * batch, len(chosen), world * batch):  # this process's share of the batches
-            more_groups, more_stats = _rollout_batch(cfg, model, tokenizer, client, chosen[first:first + batch], first,
-                                                     step, reference, device, clock)
+            more_groups, more_stats = _rollout_batch(
+                cfg, model, tokenizer, client, chosen[first : first + batch], first, step, reference, device, clock
+            )
             groups += more_groups
             stats += more_stats
         updating = time.monotonic()
@@ -233,8 +281,9 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         record["update_tokens_per_s"] = own_trained / max(clock["update"], 1e-9)
         if cfg.curriculum and step % max(cfg.curriculum_every, 1) == 0:
             torch.manual_seed(_seed_for(cfg.seed, "check", step))  # every process decides alike
-            record["curriculum"] = _check_curriculum(cfg, curriculum, heldout, top_rollouts, model, tokenizer,
-                                                     client, device, log)
+            record["curriculum"] = _check_curriculum(
+                cfg, curriculum, heldout, top_rollouts, model, tokenizer, client, device, log
+            )
             top_rollouts = []
         history.append(record)
         if main:  # every step, so that a run stopped early keeps what it did
@@ -243,21 +292,33 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         total = sum(statuses.values())
         bar.update(1)
         bar.set_postfix(reward=f"{record['reward_mean']:.3f}", correct=f"{statuses.get('correct', 0)}/{total}")
-        board.scalars(step, "rl", {**{k: v for k, v in record.items() if k not in ("statuses", "levels", "open_levels")},
-                                   "status_share": {k: n / total for k, n in statuses.items()},
-                                   "open_levels": len(record["open_levels"])})
+        board.scalars(
+            step,
+            "rl",
+            {
+                **{k: v for k, v in record.items() if k not in ("statuses", "levels", "open_levels")},
+                "status_share": {k: n / total for k, n in statuses.items()},
+                "open_levels": len(record["open_levels"]),
+            },
+        )
         if cfg.log_every and step % cfg.log_every == 0:
-            log(f"rl: step {step}/{cfg.steps} loss {record['loss']:.4f} reward {record['reward_mean']:.3f} "
+            log(
+                f"rl: step {step}/{cfg.steps} loss {record['loss']:.4f} reward {record['reward_mean']:.3f} "
                 f"statuses {dict(statuses)} ({record['rollout_tokens_per_s']:.0f} generated tokens/s over the step; "
                 f"generate {record['generate_tokens_per_s']:.0f}, update {record['update_tokens_per_s']:.0f} tokens/s; "
-                f"{', '.join(f'{k} {v:.1f} s' for k, v in record['seconds'].items())})")
+                f"{', '.join(f'{k} {v:.1f} s' for k, v in record['seconds'].items())})"
+            )
         if ((cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps) and main:
             save_checkpoint(model, tokenizer, out / f"checkpoint-{step}")
         accelerator.wait_for_everyone()
     board.close()
     bar.close()
-    return {"steps": cfg.steps, "history": history, "checkpoint": str(out / f"checkpoint-{cfg.steps}"),
-            "processes": world}
+    return {
+        "steps": cfg.steps,
+        "history": history,
+        "checkpoint": str(out / f"checkpoint-{cfg.steps}"),
+        "processes": world,
+    }
 
 
 def save_checkpoint(model, tokenizer, path: pathlib.Path) -> None:
@@ -271,8 +332,17 @@ def save_checkpoint(model, tokenizer, path: pathlib.Path) -> None:
     os.replace(partial, path)
 
 
-def _check_curriculum(cfg: RLConfig, curriculum: Curriculum, heldout: list[dict], top_rollouts: list[bool], model,
-                      tokenizer, client, device, log) -> dict:
+def _check_curriculum(
+    cfg: RLConfig,
+    curriculum: Curriculum,
+    heldout: list[dict],
+    top_rollouts: list[bool],
+    model,
+    tokenizer,
+    client,
+    device,
+    log,
+) -> dict:
     """Pass@1 at the highest open level: one sample per held-out task of that level, or (with
     none held out there) the share of correct rollouts at that level since the last check."""
     from .. import api
@@ -282,18 +352,32 @@ def _check_curriculum(cfg: RLConfig, curriculum: Curriculum, heldout: list[dict]
     if tasks:  # in one generate call and one engine call, each task its own group
         # Greedy, as the eval stage's pass@1: sampled at the rollouts' temperature, a dozen tasks
         # gave 0.25-0.42 on the H200 where greedy decoding of the same model gave 0.75.
-        results = rollouts(model, tokenizer, [api.kernel_prompt(t["source"]) for t in tasks], 1, cfg.max_new_tokens,
-                           0.0, cfg.top_p, cfg.generator)
-        scored = client.score([{"response": texts[0], "task": t["source"], "group": g}
-                               for g, (t, (_, _, texts)) in enumerate(zip(tasks, results))])
+        results = rollouts(
+            model,
+            tokenizer,
+            [api.kernel_prompt(t["source"]) for t in tasks],
+            1,
+            cfg.max_new_tokens,
+            0.0,
+            cfg.top_p,
+            cfg.generator,
+        )
+        scored = client.score(
+            [
+                {"response": texts[0], "task": t["source"], "group": g}
+                for g, (t, (_, _, texts)) in enumerate(zip(tasks, results))
+            ]
+        )
         outcomes = [s["verdict"]["status"] == "correct" for s in scored]
         source = f"{len(tasks)} held-out tasks"
     else:
         outcomes, source = top_rollouts, f"{len(top_rollouts)} training rollouts (no held-out task at this level)"
     pass_at_1 = sum(outcomes) / len(outcomes) if outcomes else 0.0
     opened = curriculum.update(pass_at_1)
-    log(f"rl: curriculum: level {level} pass@1 {pass_at_1:.2f} over {source}"
-        + (f"; level {curriculum.top} opens" if opened else ""))
+    log(
+        f"rl: curriculum: level {level} pass@1 {pass_at_1:.2f} over {source}"
+        + (f"; level {curriculum.top} opens" if opened else "")
+    )
     return {"level": level, "pass_at_1": pass_at_1, "samples": len(outcomes), "opened": opened}
 
 

@@ -9,9 +9,14 @@ where one ended it):
   (torch.compile with CUDA graphs) once per shape; prompt widths are padded to steps of
   WIDTH_STEP so that the calls of one config repeat their shapes.
 On the H200 (2026-12-02; transformers 5.17, torch 2.11, float32, SmolLM2-135M's architecture,
-no flash-attention package, python/benchmarks/rollout_bench.py): 64 sequences of up to 512 new
-tokens took generate 16.9 s, compiled 91.0 s (a compile included), continuous 45.9 s; 256
-sequences 33.0, 38.5 and 165.7 s. So neither is the default yet (docs/training.md).
+no flash-attention package, up to 512 new tokens, python/benchmarks/rollout_bench.py), tokens/s:
+64 sequences: generate 1,363; compiled 469 on its first call (the compile) and 1,616 on the next;
+continuous (CONTINUOUS) 570 against generate's 1,103 in its run. 256: generate 2,143, compiled's
+first call 784; continuous 608 against 2,117. 512: generate 2,177. Continuous batching is slow here
+because, without flash-attention's paged kernels, each step attends every query to the whole
+batch's cached keys through a dense mask: ~90% of its time is that forward on the GPU (53 ms a step
+at 64 sequences, 195 ms at 256). With the policy in bfloat16, compiled's second call made 5,143
+tokens/s at 64 sequences (generate in bfloat16: 506). So generate stays the default.
 All sample with torch's global generator, so a seed set before the call makes them repeatable,
 without a top-k cut; greedy decoding (temperature 0) gives them the same tokens up to
 floating-point ties.
@@ -27,6 +32,17 @@ from . import data
 
 GENERATORS = ("auto", "continuous", "compiled", "generate")
 WIDTH_STEP = 256  # "compiled": prompt widths are padded to multiples of it
+# "continuous": transformers' ContinuousBatchingConfig fields for generate_batch, and the attention it runs
+# with: the fastest of the settings tried on the H200 (64 sequences of up to 64 new tokens: 561 tokens/s,
+# the library's defaults 439, paged|sdpa with CUDA graphs 321, without them 468). No warm-up: it would
+# run one step at the largest shapes. The KV cache is sized to the call (_continuous), not to the free
+# device memory.
+CONTINUOUS: dict = {
+    "attn_implementation": "paged|eager",
+    "use_cuda_graph": True,
+    "max_batch_tokens": 2048,
+    "warmup": False,
+}
 
 
 def resolve(generator: str) -> str:
@@ -47,15 +63,23 @@ def _until_eos(row: list[int], eos: int | list[int] | None, pad: int | None) -> 
     stops = set(eos) if isinstance(eos, list) else {eos}
     for i, token in enumerate(row):
         if token in stops:
-            return row[:i + 1]  # keep the EOS: it is a chosen token
+            return row[: i + 1]  # keep the EOS: it is a chosen token
     while row and pad is not None and row[-1] == pad:
         row = row[:-1]
     return row
 
 
 @torch.no_grad()
-def _static(model, encoded: list[list[int]], samples: int, max_new_tokens: int, sampling: dict, eos,
-            pad: int, compiled: bool = False) -> list[list[int]]:
+def _static(
+    model,
+    encoded: list[list[int]],
+    samples: int,
+    max_new_tokens: int,
+    sampling: dict,
+    eos,
+    pad: int,
+    compiled: bool = False,
+) -> list[list[int]]:
     width = max(len(ids) for ids in encoded)
     if compiled:  # prompt widths in steps of WIDTH_STEP: calls of one config repeat their shapes
         width = -(-width // WIDTH_STEP) * WIDTH_STEP
@@ -64,8 +88,15 @@ def _static(model, encoded: list[list[int]], samples: int, max_new_tokens: int, 
     inputs = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=device)
     mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
     extra = {"cache_implementation": "static"} if compiled else {}
-    out = model.generate(input_ids=inputs, attention_mask=mask, max_new_tokens=max_new_tokens, pad_token_id=pad,
-                         eos_token_id=eos, **sampling, **extra)
+    out = model.generate(
+        input_ids=inputs,
+        attention_mask=mask,
+        max_new_tokens=max_new_tokens,
+        pad_token_id=pad,
+        eos_token_id=eos,
+        **sampling,
+        **extra,
+    )
     return [_until_eos(row, eos, pad) for row in out[:, width:].tolist()]
 
 
@@ -76,21 +107,46 @@ def _compiled(model, encoded, samples, max_new_tokens, sampling, eos, pad) -> li
 
 
 @torch.no_grad()
-def _continuous(model, encoded: list[list[int]], samples: int, max_new_tokens: int, sampling: dict, eos,
-                pad: int) -> list[list[int]]:
-    from transformers.generation import GenerationConfig
+def _continuous(
+    model,
+    encoded: list[list[int]],
+    samples: int,
+    max_new_tokens: int,
+    sampling: dict,
+    eos,
+    pad: int,
+    options: dict | None = None,
+) -> list[list[int]]:
+    """`options`: transformers' ContinuousBatchingConfig fields, and `attn_implementation` (the attention the
+    model runs the call with); CONTINUOUS where None."""
+    from transformers.generation import ContinuousBatchingConfig, GenerationConfig
 
+    settings = dict(CONTINUOUS if options is None else options)
+    attn = settings.pop("attn_implementation", None)
+    warmup = settings.pop("warmup", True)
+    fit = "num_blocks" not in settings  # None: the library's own sizing, from the free device memory
     config = GenerationConfig(max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=pad, **sampling)
     rows = [ids for ids in encoded for _ in range(samples)]
-    # The library logs its cache sizing and attention choice at every call: once per RL step is noise.
-    quiet = logging.getLogger("transformers.generation.continuous_batching")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)
+    batching = ContinuousBatchingConfig(**settings)
+    if fit:  # a KV cache with room for every sequence at its longest, no more
+        page = getattr(batching, "page_size", None) or batching.block_size
+        batching.num_blocks = sum(-(-(len(r) + max_new_tokens) // page) + 1 for r in rows)
+    # The library logs its cache sizing and attention choice at every call (to its own logger, which does
+    # not propagate): once per RL step is noise.
+    quiet = [logging.getLogger(n) for n in ("ContinuousBatchingLogger", "transformers.generation.continuous_batching")]
+    levels = [q.level for q in quiet]
+    for q in quiet:
+        q.setLevel(logging.ERROR)
     attention = model.config._attn_implementation
     try:
-        results = model.generate_batch(rows, generation_config=config, progress_bar=False)
+        if attn and attn != attention:
+            model.set_attn_implementation(attn)
+        results = model.generate_batch(
+            rows, generation_config=config, continuous_batching_config=batching, progress_bar=False, warmup=warmup
+        )
     finally:
-        quiet.setLevel(level)
+        for q, level in zip(quiet, levels):
+            q.setLevel(level)
         # The library may switch the model to a paged attention for the call; training needs its own back.
         if model.config._attn_implementation != attention:
             model.set_attn_implementation(attention)
@@ -98,33 +154,61 @@ def _continuous(model, encoded: list[list[int]], samples: int, max_new_tokens: i
     ordered = sorted(results.values(), key=lambda r: int(str(r.request_id).rsplit("_", 1)[-1]))
     failed = [r for r in ordered if getattr(r, "error", None)]
     if len(ordered) != len(rows) or failed:
-        raise RuntimeError(f"continuous batching returned {len(ordered)} of {len(rows)} completions"
-                           + (f"; {failed[0].request_id}: {failed[0].error}" if failed else ""))
+        raise RuntimeError(
+            f"continuous batching returned {len(ordered)} of {len(rows)} completions"
+            + (f"; {failed[0].request_id}: {failed[0].error}" if failed else "")
+        )
     return [_until_eos(list(r.generated_tokens), eos, None) for r in ordered]
 
 
-def completion_ids(model, encoded: list[list[int]], samples: int, max_new_tokens: int, temperature: float,
-                   top_p: float, eos: int | list[int] | None, pad: int, generator: str = "auto") -> list[list[int]]:
+def completion_ids(
+    model,
+    encoded: list[list[int]],
+    samples: int,
+    max_new_tokens: int,
+    temperature: float,
+    top_p: float,
+    eos: int | list[int] | None,
+    pad: int,
+    generator: str = "auto",
+    options: dict | None = None,
+) -> list[list[int]]:
     """`samples` completions of each prompt (token ids, prompt-major), EOS kept, no padding; `eos`
     one stop token or several. The model is in eval mode for the call and back in its former mode
-    after it."""
+    after it. `options`: "continuous" only, its settings in place of CONTINUOUS (benchmarks)."""
     run = {"continuous": _continuous, "compiled": _compiled, "generate": _static}[resolve(generator)]
+    extra = {}
+    if options is not None:
+        if run is not _continuous:
+            raise ValueError(f"rollout generator {generator!r} takes no options")
+        extra = {"options": options}
     training = model.training
     model.eval()
     try:
-        return run(model, encoded, samples, max_new_tokens, _sampling(temperature, top_p), eos, pad)
+        return run(model, encoded, samples, max_new_tokens, _sampling(temperature, top_p), eos, pad, **extra)
     finally:
         model.train(training)
 
 
-def rollouts(model, tokenizer, prompts: list[str], group_size: int, max_new_tokens: int, temperature: float,
-             top_p: float, generator: str = "auto") -> list[tuple[list[int], list[list[int]], list[str]]]:
+def rollouts(
+    model,
+    tokenizer,
+    prompts: list[str],
+    group_size: int,
+    max_new_tokens: int,
+    temperature: float,
+    top_p: float,
+    generator: str = "auto",
+) -> list[tuple[list[int], list[list[int]], list[str]]]:
     """`group_size` samples of each prompt: per prompt, its ids, each sample's completion ids and
     the completion texts (without the EOS)."""
     encoded = [tokenizer(data.prompt_text(tokenizer, p), add_special_tokens=False)["input_ids"] for p in prompts]
     eos = tokenizer.eos_token_id
-    completions = completion_ids(model, encoded, group_size, max_new_tokens, temperature, top_p, eos,
-                                 tokenizer.pad_token_id, generator)
+    completions = completion_ids(
+        model, encoded, group_size, max_new_tokens, temperature, top_p, eos, tokenizer.pad_token_id, generator
+    )
     texts = [tokenizer.decode([t for t in c if t != eos]) for c in completions]
-    return [(encoded[i], completions[i * group_size:(i + 1) * group_size], texts[i * group_size:(i + 1) * group_size])
-            for i in range(len(prompts))]
+    return [
+        (encoded[i], completions[i * group_size : (i + 1) * group_size], texts[i * group_size : (i + 1) * group_size])
+        for i in range(len(prompts))
+    ]

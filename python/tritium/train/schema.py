@@ -26,8 +26,11 @@ def _fields(cls, filled: set[str]) -> dict[str, object]:
 
 def _keywords(fn, filled: set[str]) -> dict[str, object]:
     hints = typing.get_type_hints(fn)
-    return {name: hints.get(name, object) for name, p in inspect.signature(fn).parameters.items()
-            if name not in filled and p.default is not inspect.Parameter.empty}
+    return {
+        name: hints.get(name, object)
+        for name, p in inspect.signature(fn).parameters.items()
+        if name not in filled and p.default is not inspect.Parameter.empty
+    }
 
 
 def tables() -> dict[str, dict[str, object]]:
@@ -36,10 +39,12 @@ def tables() -> dict[str, dict[str, object]]:
     from .rl import RLConfig
     from .sft import SFTConfig
 
-    return {"data": DATA,
-            "sft": _fields(SFTConfig, {"data", "out", "seed"}),
-            "rl": _fields(RLConfig, {"tasks", "out", "seed"}),  # `model`: where RL starts without SFT
-            "eval": {**_keywords(evaluate_model, {"seed", "log"}), "model": str, "base": bool}}
+    return {
+        "data": DATA,
+        "sft": _fields(SFTConfig, {"data", "out", "seed"}),
+        "rl": _fields(RLConfig, {"tasks", "out", "seed"}),  # `model`: where RL starts without SFT
+        "eval": {**_keywords(evaluate_model, {"seed", "log"}), "model": str, "base": bool},
+    }
 
 
 def _fits(value, hint) -> bool:
@@ -108,5 +113,6 @@ def check(config: dict, path: str) -> None:
     """Raises ValueError naming the file and every problem when the config has any."""
     found = problems(config)
     if found:
-        raise ValueError(f"{path}: " + ("\n  ".join([f"{len(found)} problem(s):", *found]) if len(found) > 1
-                                          else found[0]))
+        raise ValueError(
+            f"{path}: " + ("\n  ".join([f"{len(found)} problem(s):", *found]) if len(found) > 1 else found[0])
+        )

@@ -33,25 +33,25 @@ class SFTConfig:
     data: str
     out: str
     model: str = "tiny"
-    tiny: dict | None = None   # the tiny preset's shape, over models.TINY (hidden_size, num_hidden_layers, ...)
+    tiny: dict | None = None  # the tiny preset's shape, over models.TINY (hidden_size, num_hidden_layers, ...)
     eval_data: str | None = None
     steps: int = 100
-    batch_size: int = 4        # examples per optimizer step and micro-batch, over all processes
+    batch_size: int = 4  # examples per optimizer step and micro-batch, over all processes
     grad_accum: int = 1
     lr: float = 1e-4
     weight_decay: float = 0.0
     warmup_steps: int = 0
     max_len: int = 2048
-    eval_every: int = 0        # 0: only at the end (when there is eval data)
-    save_every: int = 0        # 0: only at the end
+    eval_every: int = 0  # 0: only at the end (when there is eval data)
+    save_every: int = 0  # 0: only at the end
     log_every: int = 10
     seed: int = 0
-    device: str = "auto"       # "auto": accelerate's (each launched process its GPU), else as given
-    lora_rank: int = 0         # > 0: train LoRA adapters of this rank (peft) instead of every weight
+    device: str = "auto"  # "auto": accelerate's (each launched process its GPU), else as given
+    lora_rank: int = 0  # > 0: train LoRA adapters of this rank (peft) instead of every weight
     lora_alpha: float = 16.0
-    bf16: bool = True          # autocast to bfloat16 on a GPU; ignored on the CPU
-    resume: bool = True        # continue from the latest checkpoint in `out`
-    tensorboard: bool = True   # scalars in OUT/tensorboard (when the package is installed)
+    bf16: bool = True  # autocast to bfloat16 on a GPU; ignored on the CPU
+    resume: bool = True  # continue from the latest checkpoint in `out`
+    tensorboard: bool = True  # scalars in OUT/tensorboard (when the package is installed)
 
 
 def latest_checkpoint(out: pathlib.Path, marker: str = "trainer_state.pt") -> pathlib.Path | None:
@@ -76,7 +76,7 @@ class _Batches:
         epoch, k = divmod(index, per_epoch)
         order = list(range(len(self.examples)))
         random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
-        chosen = order[k * self.batch_size:(k + 1) * self.batch_size] or order[:self.batch_size]
+        chosen = order[k * self.batch_size : (k + 1) * self.batch_size] or order[: self.batch_size]
         return [self.examples[i] for i in chosen]
 
 
@@ -88,8 +88,9 @@ def _targets(example: dict) -> int:
 def _token_loss_sum(model, batch: dict) -> torch.Tensor:
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits.float()
     labels = batch["labels"][:, 1:]
-    return torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                                             ignore_index=data.IGNORE, reduction="sum")
+    return torch.nn.functional.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=data.IGNORE, reduction="sum"
+    )
 
 
 def _autocast(device: torch.device, bf16: bool):
@@ -99,15 +100,17 @@ def _autocast(device: torch.device, bf16: bool):
 
 
 @torch.no_grad()
-def evaluate_loss(model, examples: list[dict], pad_id: int, device: torch.device, bf16: bool, batch_size: int = 8) -> float:
+def evaluate_loss(
+    model, examples: list[dict], pad_id: int, device: torch.device, bf16: bool, batch_size: int = 8
+) -> float:
     """Mean loss per response token over `examples`."""
     model.eval()
     total, tokens = 0.0, 0
     for i in range(0, len(examples), batch_size):
-        batch = {k: v.to(device) for k, v in data.collate(examples[i:i + batch_size], pad_id).items()}
+        batch = {k: v.to(device) for k, v in data.collate(examples[i : i + batch_size], pad_id).items()}
         with _autocast(device, bf16):
             total += _token_loss_sum(model, batch).item()
-        tokens += sum(_targets(e) for e in examples[i:i + batch_size])
+        tokens += sum(_targets(e) for e in examples[i : i + batch_size])
     model.train()
     return total / max(tokens, 1)
 
@@ -131,8 +134,10 @@ def _with_lora(model, cfg: SFTConfig, resume_from: pathlib.Path | None):
 
     if resume_from and (resume_from / "adapter").exists():
         return PeftModel.from_pretrained(model, resume_from / "adapter", is_trainable=True)
-    return get_peft_model(model, LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, target_modules="all-linear",
-                                            task_type="CAUSAL_LM"))
+    return get_peft_model(
+        model,
+        LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"),
+    )
 
 
 def _accelerator(cfg: SFTConfig):
@@ -167,11 +172,14 @@ def train_sft(cfg: SFTConfig, log=print) -> dict:
     model.to(device).train()
     encoded = [data.encode(tokenizer, r["prompt"], r["response"], cfg.max_len) for r in rows]
     examples = [e for e in encoded if e is not None]
-    eval_examples = [e for e in (data.encode(tokenizer, r["prompt"], r["response"], cfg.max_len) for r in eval_rows) if e]
+    eval_examples = [
+        e for e in (data.encode(tokenizer, r["prompt"], r["response"], cfg.max_len) for r in eval_rows) if e
+    ]
     if not examples:
         raise ValueError(f"{cfg.data}: no example fits in max_len {cfg.max_len}")
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr,
-                                  weight_decay=cfg.weight_decay)
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=cfg.lr, weight_decay=cfg.weight_decay
+    )
     start = 0
     if resume_from:
         state = torch.load(resume_from / "trainer_state.pt", weights_only=False)
@@ -180,8 +188,16 @@ def train_sft(cfg: SFTConfig, log=print) -> dict:
         log(f"sft: resuming from {resume_from} at step {start}")
     model, optimizer = accelerator.prepare(model, optimizer)
     batches = _Batches(examples, cfg.batch_size, cfg.seed, tokenizer.pad_token_id)
-    result = {"steps": start, "loss": None, "eval_loss": None, "examples": len(examples),
-              "dropped": len(rows) - len(examples), "device": str(device), "processes": world, "losses": []}
+    result = {
+        "steps": start,
+        "loss": None,
+        "eval_loss": None,
+        "examples": len(examples),
+        "dropped": len(rows) - len(examples),
+        "device": str(device),
+        "processes": world,
+        "losses": [],
+    }
     tokens, began = 0, time.monotonic()
     board = Board(out, cfg.tensorboard and main)
     bar = progress(cfg.steps, start, "sft", main)
@@ -193,8 +209,10 @@ def train_sft(cfg: SFTConfig, log=print) -> dict:
         targets = sum(_targets(e) for b in micro_batches for e in b)
         loss_sum = torch.zeros((), device=device)
         for m, examples_m in enumerate(micro_batches):
-            batch = {k: v.to(device) for k, v in
-                     data.collate(examples_m[rank * share:(rank + 1) * share], tokenizer.pad_token_id).items()}
+            batch = {
+                k: v.to(device)
+                for k, v in data.collate(examples_m[rank * share : (rank + 1) * share], tokenizer.pad_token_id).items()
+            }
             sync = contextlib.nullcontext() if m == cfg.grad_accum - 1 else accelerator.no_sync(model)
             with sync, _autocast(device, cfg.bf16):
                 local = _token_loss_sum(model, batch)
@@ -220,8 +238,9 @@ def train_sft(cfg: SFTConfig, log=print) -> dict:
             log(f"sft: step {done}/{cfg.steps} loss {loss:.4f} ({rate:.0f} tokens/s)")
         last = done == cfg.steps
         if eval_examples and ((cfg.eval_every and done % cfg.eval_every == 0) or last) and main:
-            result["eval_loss"] = evaluate_loss(accelerator.unwrap_model(model), eval_examples,
-                                                tokenizer.pad_token_id, device, cfg.bf16)
+            result["eval_loss"] = evaluate_loss(
+                accelerator.unwrap_model(model), eval_examples, tokenizer.pad_token_id, device, cfg.bf16
+            )
             board.scalars(done, "sft", {"eval_loss": result["eval_loss"]})
             log(f"sft: step {done} held-out loss {result['eval_loss']:.4f}")
         if (cfg.save_every and done % cfg.save_every == 0) or last:

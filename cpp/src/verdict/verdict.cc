@@ -1,7 +1,5 @@
-// Verdicts as JSON (DESIGN.md's contract), both ways: the cache stores them as JSON.
-#include <fmt/format.h>
-
-#include "tritium/exec.h"
+// Verdicts: their statuses, and their JSON (DESIGN.md's contract) both ways: the cache stores them as JSON.
+#include "tritium/verdict.h"
 
 namespace tritium {
 namespace {
@@ -14,6 +12,23 @@ std::optional<double> number_at(const Json& j, const char* key) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& verdict_statuses() {
+  static const std::vector<std::string> all = {"invalid_syntax", "invalid_functionality",
+                                               "hack",           "compile_error",
+                                               "runtime_error",  "timeout",
+                                               "incorrect",      "correct",
+                                               "error"};
+  return all;
+}
+
+Verdict error_verdict(const std::string& candidate_id, const std::string& message) {
+  Verdict v;
+  v.candidate_id = candidate_id;
+  v.status = "error";
+  v.message = message;
+  return v;
+}
 
 Json to_json(const Verdict& v) {
   Json findings = Json::array();

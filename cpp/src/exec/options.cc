@@ -1,0 +1,61 @@
+// EngineOptions: their checks, and their JSON both ways (the face Python, configs and workflows use).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "tolerance.h"
+#include "tritium/exec.h"
+
+namespace tritium {
+
+std::optional<std::string> device_error(std::string_view device) {
+  if (device == "cpu" || device == "cuda" || device == "auto") return std::nullopt;
+  if (device.starts_with("cuda:") && device.size() > 5 &&
+      std::all_of(device.begin() + 5, device.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return fmt::format("device '{}' is none of cpu, cuda, cuda:N (N a GPU's index) or auto", device);
+}
+
+std::optional<std::string> engine_options_error(const EngineOptions& options) {
+  if (auto error = device_error(options.device)) return error;
+  if (options.jobs < 0) return fmt::format("jobs {} is negative; give a count, or 0 for the default", options.jobs);
+  if (!exec::tolerance_for(options.profile, "float32"))
+    return fmt::format("unknown profile {}; use one of: {}", options.profile, fmt::join(exec::profile_names(), ", "));
+  if (options.trials < 5) return fmt::format("trials {} is too few; the protocol needs at least 5", options.trials);
+  if (!(options.timeout_s > 0)) return fmt::format("timeout {} s: it must be positive", options.timeout_s);
+  return std::nullopt;
+}
+
+Result<EngineOptions> engine_options_from_json(const Json& json) {
+  EngineOptions o;
+  OptionReader r(json, "engine options");
+  r.read("python", o.python).read("device", o.device).read("profile", o.profile).read("trials", o.trials);
+  r.read("jobs", o.jobs).read("timeout_s", o.timeout_s).read("seed", o.seed).read("static_check", o.static_check);
+  r.read("timing", o.timing).read("cache", o.cache).read("work_dir", o.work_dir).read("memory_gb", o.memory_gb);
+  r.read("reference_cache_gb", o.reference_cache_gb).read("keep_files", o.keep_files);
+  r.read("unsafe_sandbox", o.unsafe_sandbox);
+  if (auto e = r.done()) return *e;
+  if (auto error = engine_options_error(o)) return Error{"engine options: " + *error};
+  return o;
+}
+
+Json to_json(const EngineOptions& o) {
+  return {{"python", o.python},
+          {"device", o.device},
+          {"profile", o.profile},
+          {"trials", o.trials},
+          {"jobs", o.jobs},
+          {"timeout_s", o.timeout_s},
+          {"seed", o.seed ? Json(*o.seed) : Json(nullptr)},
+          {"static_check", o.static_check},
+          {"timing", o.timing},
+          {"cache", o.cache},
+          {"work_dir", o.work_dir},
+          {"memory_gb", o.memory_gb},
+          {"reference_cache_gb", o.reference_cache_gb},
+          {"keep_files", o.keep_files},
+          {"unsafe_sandbox", o.unsafe_sandbox}};
+}
+
+}  // namespace tritium
