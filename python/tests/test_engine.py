@@ -264,7 +264,7 @@ def test_a_runner_without_triton_is_refused_at_creation(tmp_path):
     ],
 )
 def test_options_no_machine_can_honour_are_refused_before_any_runner_starts(options, named):
-    with pytest.raises(RuntimeError, match=named):
+    with pytest.raises(ValueError, match=named):
         tritium.Engine(python="/no/such/python", **options)  # the options fail first: no runner is tried
 
 
