@@ -164,7 +164,8 @@ TEST_F(VerdictCacheTest, RefusesAFileThatIsNotSqlite) {
   auto cache = VerdictCache::open(file);
   ASSERT_FALSE(cache);
   EXPECT_NE(cache.error().message.find(file.string()), std::string::npos) << cache.error().message;
-  EXPECT_NE(cache.error().message.find("delete it or pass another --cache"), std::string::npos)
+  EXPECT_NE(cache.error().message.find("delete it or give another cache file (the cache option, --cache)"),
+            std::string::npos)
       << cache.error().message;
 }
 
