@@ -127,8 +127,9 @@ struct Suite {
   std::vector<SuiteProblem> problems;
 };
 
-/// Loads a task file (.py), a directory of them (recursive) or a JSONL suite (.jsonl).
-/// Errors only when the path itself is unusable; bad items become `Suite::problems`.
+/// Loads a task file (.py), a directory of them (recursive; its meta.jsonl, as write_suite writes
+/// it, gives the tasks their meta) or a JSONL suite (.jsonl). Errors only when the path itself is
+/// unusable; bad items become `Suite::problems`.
 Result<Suite> load_suite(const std::filesystem::path& path);
 
 /// The task of a suite with this id, or null.
@@ -156,5 +157,6 @@ std::optional<int> level_from_path(const std::filesystem::path& relative);
 Json to_json(const Task& task, bool with_source = false);
 Json to_json(const SuiteProblem& problem);
 Json to_json(const Suite& suite, bool with_source = false);  // {suite, tasks, problems}
+Json suite_line(const Task& task);  // a JSONL suite's line, as load_suite reads it: {id, source, level, meta}
 
 }  // namespace tritium

@@ -164,7 +164,8 @@ using EvalProgress = std::function<void(std::size_t, std::size_t, const Verdict&
 /// batches: runners stay warm and task references are computed once per engine.
 class Engine {
  public:
-  /// Starts the trusted runner and resolves the device; the error says how to fix the set-up.
+  /// Starts the trusted runner and resolves the device; the error says how to fix the set-up, and
+  /// is marked `environment` unless the options themselves are wrong (engine_options_error).
   static Result<std::unique_ptr<Engine>> create(EngineOptions options);
   ~Engine();
 

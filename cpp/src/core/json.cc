@@ -17,11 +17,11 @@ void OptionReader::fail(const std::string& key, const char* expected) {
 }
 
 std::optional<Error> OptionReader::done() const {
-  if (error_ || !object_.is_object()) return error_;
-  for (const auto& [key, value] : object_.items())
-    if (std::find(known_.begin(), known_.end(), key) == known_.end())
-      return Error{fmt::format("{}: unknown option \"{}\" (known: {})", what_, key, fmt::join(known_, ", "))};
-  return std::nullopt;
+  if (error_) return error_;
+  const Json unread = rest();
+  if (unread.empty()) return std::nullopt;
+  return Error{
+      fmt::format("{}: unknown option \"{}\" (known: {})", what_, unread.begin().key(), fmt::join(known_, ", "))};
 }
 
 Json OptionReader::rest() const {
@@ -61,6 +61,13 @@ Json to_json(const Task& task, bool with_source) {
   j["meta"] = task.meta;
   if (with_source) j["source"] = task.source;
   return j;
+}
+
+Json suite_line(const Task& task) {
+  return {{"id", task.id},
+          {"source", task.source},
+          {"level", task.level ? Json(*task.level) : Json()},
+          {"meta", task.meta}};
 }
 
 Json to_json(const SuiteProblem& problem) { return {{"origin", problem.origin}, {"message", problem.message}}; }

@@ -193,10 +193,7 @@ std::optional<Error> write_suite(const std::vector<Task>& tasks, const fs::path&
   if (ec) return Error{fmt::format("could not create {}: {}", dir.string(), ec.message())};
   if (out.extension() == ".jsonl") {
     std::ofstream f(out);
-    for (const auto& t : tasks)
-      f << Json{{"id", t.id}, {"source", t.source}, {"level", t.level ? Json(*t.level) : Json()}, {"meta", t.meta}}
-               .dump()
-        << '\n';
+    for (const auto& t : tasks) f << suite_line(t).dump() << '\n';
     f.close();
     return f ? std::nullopt : std::optional<Error>(Error{fmt::format("could not write {}", out.string())});
   }

@@ -686,11 +686,16 @@ Engine::~Engine() = default;
 
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (auto error = engine_options_error(options)) return Error{*error};
+  // Past the options, a failure is the machine's (no runner, no sandbox, no disk): callers tell it apart.
+  const auto machine = [](Error e) {
+    e.environment = true;
+    return e;
+  };
   if (options.python.empty()) options.python = find_python();
   auto impl = std::make_unique<Impl>();
   exec::reclaim_work_dirs(fs::temp_directory_path());  // left by engines killed outright
   auto work = exec::WorkDir::create(options.work_dir, options.keep_files);
-  if (!work) return work.error();
+  if (!work) return machine(work.error());
   impl->work = work->path();
   impl->work_dir = std::move(*work);
   impl->references.emplace(impl->work / "refs",
@@ -702,19 +707,19 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   impl->seed = options.seed.value_or(fresh_seed());
   if (!options.cache.empty()) {
     auto cache = exec::VerdictCache::open(options.cache);
-    if (!cache) return cache.error();
+    if (!cache) return machine(cache.error());
     impl->cache.emplace(std::move(*cache));
   }
 
   RunnerOptions trusted{options.python, options.device, options.timeout_s, 0, "reference", 0};
   impl->trusted.push_back(std::make_unique<exec::Runner>(trusted));
-  if (auto error = impl->trusted[0]->ensure_started()) return *error;
+  if (auto error = impl->trusted[0]->ensure_started()) return machine(*error);
   impl->hello = impl->trusted[0]->hello();
   if (!impl->hello["triton"].is_string())
-    return Error{
-        fmt::format("{} cannot import triton, so no candidate could run; install it there (pip install triton) "
-                    "or point TRITIUM_PYTHON (--python) at an environment that has it",
-                    options.python)};
+    return machine(
+        Error{fmt::format("{} cannot import triton, so no candidate could run; install it there (pip install triton) "
+                          "or point TRITIUM_PYTHON (--python) at an environment that has it",
+                          options.python)});
   impl->device = impl->hello.value("device", std::string("cpu"));
   impl->gpus = impl->hello.value("cuda_devices", 0);
   for (int k = 0; impl->device == "cuda" && k < impl->gpus; ++k) {
@@ -728,7 +733,7 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   const bool gpu = impl->device == "cuda";
   if (gpu) {  // the GPU locks, readable by sandboxed uids
     auto lock_dir = make_lock_dir();
-    if (!lock_dir) return lock_dir.error();
+    if (!lock_dir) return machine(lock_dir.error());
     impl->lock_dir = *lock_dir;
     for (int k = 0; k < impl->gpus; ++k) {
       const auto lock = impl->lock_path(fmt::format("cuda:{}", k));
@@ -766,7 +771,7 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   impl->memory.emplace([room = impl->memory_budget] { return room; }, [] {}, 0);
   if (options.memory_gb <= 0) options.memory_gb = std::max(1.0, physical_gb() * 0.6 / options.jobs);
   impl->options = std::move(options);
-  if (auto refused = impl->probe_sandbox()) return *refused;
+  if (auto refused = impl->probe_sandbox()) return machine(*refused);
   impl->candidates.start(impl->options.jobs);
   // Half the trusted runners at most time references, so outputs that candidates wait for still find one.
   if (impl->timed()) impl->timers.start(std::max(1, references / 2));

@@ -58,6 +58,7 @@ Result<std::set<std::string>> finished_tasks(const fs::path& ledger, const fs::p
 // Loads the suite, skips `done` tasks, opens the generator and the engine.
 Result<std::unique_ptr<SamplingRun>> start(const SamplingOptions& o, const std::set<std::string>& done,
                                            const Listener& listener) {
+  if (auto e = engine_options_error(o.engine)) return Error{*e};  // before a model server starts for nothing
   auto run = std::make_unique<SamplingRun>();
   auto suite = load_suite(o.tasks);
   if (!suite) return suite.error();
@@ -72,7 +73,7 @@ Result<std::unique_ptr<SamplingRun>> start(const SamplingOptions& o, const std::
   if (!generator) return Error{generator.error().message, true};
   run->generator = std::move(*generator);
   auto engine = Engine::create(o.engine);
-  if (!engine) return Error{engine.error().message, !engine_options_error(o.engine)};
+  if (!engine) return engine.error();
   run->engine = std::move(*engine);
   if (!done.empty()) listener.tell(fmt::format("resuming: {} tasks done, {} to go", done.size(), run->todo.size()));
   return run;

@@ -60,7 +60,7 @@ Result<std::vector<const Candidate*>> judged_correct(const std::vector<const Can
                                                      const EngineOptions& options, Dropped& dropped,
                                                      const Listener& listener) {
   auto engine = Engine::create(options);
-  if (!engine) return Error{engine.error().message, !engine_options_error(options)};
+  if (!engine) return engine.error();
   std::vector<EvalItem> items;
   for (const auto* c : kept) items.push_back({c->task.id, c->task, c->response, true});
   const auto verdicts = (*engine)->evaluate(items, [&](std::size_t done, std::size_t total, const Verdict& v) {

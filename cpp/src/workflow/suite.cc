@@ -57,7 +57,7 @@ std::optional<Error> judge_solutions(SuiteRun& run, const SuiteOptions& o, const
   // in six, inputs on which an honest fused matmul missed the fp32 tolerance at one element.
   options.seed = o.synth.seed;
   auto engine = Engine::create(options);
-  if (!engine) return Error{engine.error().message, !engine_options_error(options)};
+  if (!engine) return engine.error();
   Json failures = Json::array();
   const auto verdicts = (*engine)->evaluate(items, [&](std::size_t done, std::size_t total, const Verdict& v) {
     if (v.status != "correct") {
@@ -99,7 +99,7 @@ Result<SuiteRun> make_suite(const SuiteOptions& o, const Listener& listener) {
   if (!made) return made.error();
   SuiteRun run;
   for (auto& t : *made) run.tasks.push_back(std::move(t.task));
-  run.report = {{"tasks", run.tasks.size()}, {"synth_seconds", seconds_since(start)}};
+  run.report = {{"synth_seconds", seconds_since(start)}};
   if (o.validate)
     if (auto e = check_references(run, o, listener)) return *e;
   if (!o.out.empty()) {

@@ -25,7 +25,6 @@ int run_sampling(SampleCliOptions& o, Workflow call, const std::function<void(co
   o.run.sample.sampling = o.model.sampling;
   o.run.sample.concurrency = o.model.concurrency;
   o.run.engine = o.engine.options();
-  if (auto e = engine_options_error(o.run.engine)) return fail(kUsage, *e);
   auto result = call(o.run, listener());
   if (!result) return workflow_failure(result.error());
   if (o.json)

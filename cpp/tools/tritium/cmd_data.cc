@@ -19,7 +19,6 @@ struct DataOptions {
 int run_data_sft(DataOptions& o) {
   o.data.evaluate = !o.no_evaluate;
   o.data.engine = o.engine.options();
-  if (auto e = engine_options_error(o.data.engine)) return fail(kUsage, *e);
   auto stats = workflow::build_sft_data(o.data, listener());
   if (!stats) return workflow_failure(stats.error());
   const Json& s = *stats;

@@ -43,8 +43,7 @@ int run_synth(SynthCliOptions& o) {
   if (!run) return workflow_failure(run.error());
   const Json& r = run->report;
   if (o.suite.out.empty())
-    for (const auto& t : run->tasks)
-      print_json({{"id", t.id}, {"source", t.source}, {"level", t.level ? Json(*t.level) : Json()}, {"meta", t.meta}});
+    for (const auto& t : run->tasks) print_json(suite_line(t));
   else
     std::cerr << fmt::format("{} tasks in {:.2f} s -> {}\n", r["tasks"].get<int>(), r["synth_seconds"].get<double>(),
                              o.suite.out);
