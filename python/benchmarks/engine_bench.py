@@ -551,6 +551,7 @@ def scale(args) -> dict:
             "expect": entry["expect"],
             "engine": verdict["status"],
             "message": verdict.get("message"),
+            "note": verdict.get("timing_note"),
             "eval_ms": verdict.get("eval_ms"),
             "rules": sorted({str(f.get("rule")) for f in verdict.get("findings") or []}),
             "runtime_ms": verdict.get("runtime_ms"),

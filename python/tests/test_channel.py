@@ -4,6 +4,7 @@ that every set streams through many halves."""
 
 import os
 import threading
+import time
 
 import pytest
 import torch
@@ -112,7 +113,7 @@ def test_hostile_messages_are_refused_not_trusted(spec):
     end = ComparerEnd(spec)
     worker.send({"kind": "trial", "index": 0, "outputs": [{"dtype": "float32", "shape": [64]}]})
     message = end.receive(None)
-    end.answer(send=True)
+    end.answer(True, None)
     worker.send({"chunk": 0, "bytes": 10_000})  # beyond a half of the buffer
     with pytest.raises(ChannelError, match="outside the buffer"):
         list(end.pieces(torch.zeros(64), None))
@@ -208,3 +209,95 @@ def test_a_comparer_that_fails_tells_the_waiting_worker_at_once(spec):
     thread.join(timeout=10)
     assert not thread.is_alive()
     assert errors and "comparer" in errors[0]
+
+
+def test_a_job_with_a_socket_on_the_cpu_keeps_its_sets_in_host_memory(spec, tmp_path):
+    """The socket only matters on a GPU: on the CPU no device halves are offered, the worker's
+    listener stays unused, and every set crosses the host buffer as before."""
+    spec = {**spec, "socket": str(tmp_path / "outputs.sock"), "device_bytes": 4 << 20}
+    x = torch.randn(1000)
+    thread, errors = ship_in_thread(spec, [({"kind": "trial", "index": 0}, [x])])
+    (result,) = serve(spec, [[x]])
+    thread.join()
+    assert not errors and result["match"]
+    assert (tmp_path / "outputs.sock").is_socket()
+
+
+def test_a_socket_path_that_cannot_be_bound_leaves_the_worker_without_a_listener(spec, tmp_path):
+    worker = CandidateEnd({**spec, "socket": str(tmp_path / "missing" / "outputs.sock"), "device_bytes": 4 << 20})
+    assert worker.listener is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_a_gpu_sets_cross_device_halves_the_comparer_hands_over(spec, tmp_path):
+    """The comparer allocates the halves (driver VMM), passes their descriptor over the worker's
+    socket, and both sides then stream and compare on the device: every element still judged."""
+    spec = {**spec, "socket": str(tmp_path / "outputs.sock"), "device_bytes": 4 << 20}
+    x = torch.randn(3_000_000, device="cuda")  # 12 MB: several 2 MB halves
+    wrong = x.clone()
+    wrong[2_999_999] += 1.0
+    worker_end = []
+
+    def work():
+        end = CandidateEnd(spec)
+        worker_end.append(end)
+        for k, outputs in enumerate(([x], [wrong])):
+            end.ship({"kind": "trial", "index": k}, outputs, deadline=None)
+        end.send({"done": True})
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    end = ComparerEnd(spec)
+    results = []
+    for _ in range(2):
+        message = end.receive(None)
+        results.append(receive_set(end, [x], ComparerEnd.layout(message), TOLERANCES, None))
+        end.go()
+    assert end.receive(None) == {"done": True}
+    thread.join()
+    assert end.device_buffer is not None, end.device_refused
+    assert worker_end[0].device_buffer is not None
+    assert results[0]["match"] and results[0]["max_abs"] == 0.0
+    assert not results[1]["match"] and "at index 2999999" in results[1]["message"]
+
+
+def test_an_announced_offer_that_never_arrives_is_refused_not_waited_for(spec, tmp_path, monkeypatch):
+    """The comparer says the halves are on their way only once they are queued at the socket: a
+    worker that finds nothing there answers no at once (the halves stay on the host) instead of
+    blocking, with its comparer holding a share of the GPU, until the job's timeout."""
+    import tritium.runner.channel as channel
+
+    monkeypatch.setattr(channel, "ADOPT_WAIT_S", 0.2)
+    spec = {**spec, "socket": str(tmp_path / "outputs.sock"), "device_bytes": 4 << 20}
+    x, deadline = torch.randn(1000), time.monotonic() + 10
+    thread, errors = ship_in_thread(spec, [({"kind": "trial", "index": 0}, [x])])
+    end = ComparerEnd(spec)
+    message = end.receive(deadline)
+    end.send({"send": True, "device": True})  # announced, never connected
+    reply = end.receive(deadline)
+    assert reply["device"] is False and "no offer reached the socket within 0.2 s" in reply["why"]
+    assert "bound inode" in reply["why"]
+    for want, got in end.pieces(x, deadline):
+        assert torch.equal(want, got)
+    end.go()
+    thread.join(timeout=10)
+    assert not thread.is_alive() and not errors
+    assert message["kind"] == "trial"
+
+
+def test_only_the_candidates_worker_opens_the_candidate_end(spec, tmp_path):
+    """A forked worker opens the candidate's end (and binds its socket) for an `evaluate` request
+    alone. A comparer that did too bound the worker's socket path again, so its offers of device
+    halves reached itself and the worker waited for them (6 of 22 jobs on the H200, 2026-12-03),
+    and it held the worker's pipe ends open past the worker's death."""
+    from tritium.runner.worker import run_in_worker
+
+    spec = {**spec, "socket": str(tmp_path / "outputs.sock"), "device_bytes": 4 << 20}
+
+    def seen(request):
+        return {"ok": True, "end": "channel_end" in request, "bound": os.path.exists(spec["socket"])}
+
+    compared = run_in_worker(seen, {"op": "compare", "channel": spec})
+    assert (compared["end"], compared["bound"]) == (False, False)
+    evaluated = run_in_worker(seen, {"op": "evaluate", "channel": spec})
+    assert (evaluated["end"], evaluated["bound"]) == (True, True)

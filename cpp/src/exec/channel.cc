@@ -27,9 +27,14 @@ long long inode(int fd) {
 
 }  // namespace
 
-Result<Channel> Channel::create(std::size_t bytes) {
+Result<Channel> Channel::create(std::size_t bytes, std::size_t device_bytes, std::string socket) {
   Channel c;
   c.bytes_ = bytes;
+  // A Unix socket's path holds at most 107 bytes: a longer one keeps the halves in host memory.
+  if (!socket.empty() && socket.size() < 108 && device_bytes > 0) {
+    c.socket_ = std::move(socket);
+    c.device_bytes_ = device_bytes;
+  }
   c.buffer_ = memfd_create("tritium-outputs", MFD_CLOEXEC);
   if (c.buffer_ < 0 || ftruncate(c.buffer_, static_cast<off_t>(bytes)) != 0 || pipe2(c.ready_, O_CLOEXEC) != 0 ||
       pipe2(c.go_, O_CLOEXEC) != 0)
@@ -47,6 +52,8 @@ Channel& Channel::operator=(Channel&& o) noexcept {
   std::swap(ready_, o.ready_);
   std::swap(go_, o.go_);
   bytes_ = o.bytes_;
+  device_bytes_ = o.device_bytes_;
+  socket_ = std::move(o.socket_);
   return *this;
 }
 
@@ -61,14 +68,16 @@ void Channel::close() {
 }
 
 Json Channel::spec() const {
-  return {{"pid", static_cast<long long>(getpid())},
-          {"bytes", bytes_},
-          {"buffer", buffer_},
-          {"ready_r", ready_[0]},
-          {"ready_w", ready_[1]},
-          {"go_r", go_[0]},
-          {"go_w", go_[1]},
-          {"inodes", {{"buffer", inode(buffer_)}, {"ready", inode(ready_[0])}, {"go", inode(go_[0])}}}};
+  Json spec = {{"pid", static_cast<long long>(getpid())},
+               {"bytes", bytes_},
+               {"buffer", buffer_},
+               {"ready_r", ready_[0]},
+               {"ready_w", ready_[1]},
+               {"go_r", go_[0]},
+               {"go_w", go_[1]},
+               {"inodes", {{"buffer", inode(buffer_)}, {"ready", inode(ready_[0])}, {"go", inode(go_[0])}}}};
+  if (!socket_.empty()) spec.update({{"socket", socket_}, {"device_bytes", device_bytes_}});
+  return spec;
 }
 
 }  // namespace tritium::exec

@@ -135,6 +135,16 @@ std::size_t channel_bytes(const Json& body) {
   return 2 * half;
 }
 
+// On a GPU the halves can be device memory (the comparer's, mapped by the worker): each the largest
+// output set in whole 2 MiB pages (the driver's usual granularity) up to 256 MiB. Copies on the
+// device are cheap, so a larger half only saves round trips of the pipes.
+std::size_t channel_device_bytes(const Json& body) {
+  constexpr std::size_t page = 2u << 20;
+  const std::size_t half =
+      std::clamp<std::size_t>((largest_set(body, "outputs") + page - 1) / page * page, page, 256u << 20);
+  return 2 * half;
+}
+
 // A CUDA allocation that failed: beside other jobs the estimates of what each holds were short,
 // so the job runs again alone; alone, the failure stands.
 // torch's OutOfMemoryError says "CUDA out of memory"; an allocation inside a kernel launch or a
@@ -156,7 +166,7 @@ std::uintmax_t job_memory(const Json& body, bool gpu) {
   const std::uintmax_t params = set_bytes(body.value("params", Json::array()));
   const std::uintmax_t in = largest_set(body, "inputs"), out = largest_set(body, "outputs");
   const std::uintmax_t peak = std::max({3 * in + 2 * out, 2 * in + 3 * out, in + 4 * out});
-  return 2 * params + peak + (gpu ? std::uintmax_t{3} << 30 : std::uintmax_t{1} << 28);
+  return 2 * params + peak + (gpu ? (std::uintmax_t{3} << 30) + channel_device_bytes(body) : std::uintmax_t{1} << 28);
 }
 
 // What a task's reference timing holds: the parameters, a timed call's inputs and outputs, the
@@ -515,7 +525,12 @@ struct Engine::Impl {
     }
     const auto pass = disk->enter(ref.bytes);  // the job's own files: the code, linked parameters
     auto job = prepare_job(ref, code);
-    auto channel = exec::Channel::create(channel_bytes(ref.body));
+    auto make_channel = [&] {
+      return device == "cuda" && job ? exec::Channel::create(channel_bytes(ref.body), channel_device_bytes(ref.body),
+                                                             (*job / "outputs.sock").string())
+                                     : exec::Channel::create(channel_bytes(ref.body));
+    };
+    auto channel = make_channel();
     if (!job || !channel) {
       v.status = "error";
       v.message = !job ? job.error().message : channel.error().message;
@@ -542,7 +557,7 @@ struct Engine::Impl {
         if (alone || v.status == "correct" || !out_of_memory(v.message)) break;
         ++memory_retries;
         v = unjudged;
-        if (auto again = exec::Channel::create(channel_bytes(ref.body))) channel = std::move(again);
+        if (auto again = make_channel()) channel = std::move(again);
       }
     }
     if (v.runtime_ms) timing = timing_for(task);

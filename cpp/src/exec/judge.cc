@@ -326,6 +326,9 @@ void judge(const Reply& reply, const Reply& comparison, const Json& plan, Verdic
   if (verdict.correct)
     verdict.message = fmt::format("correct on {} trials and the timed calls' spot checks", verdict.trials);
   fill_timing(timed, verdict);
+  // A GPU job's outputs normally cross device memory (channel.py); a refusal is slower, not wrong.
+  if (comparison.kind == Reply::Kind::ok && comparison.body.contains("device_refused"))
+    add_note(verdict, "the outputs crossed host memory: " + comparison.body.value("device_refused", std::string()));
 }
 
 }  // namespace tritium::exec

@@ -12,7 +12,12 @@ two pipes, `ready` (worker -> comparer: JSON lines) and `go` (comparer -> worker
   worker: {"kind", "index", "outputs": [{dtype, shape}...]}   comparer: {"send": bool}
   (if send) worker: {"chunk": 0|1, "bytes": n} per half filled  comparer: {"free": 0|1} per half used
   comparer: {"go": true}
-A set whose shapes or dtypes are wrong is judged on its layout alone (send false). Two halves
+A set whose shapes or dtypes are wrong is judged on its layout alone (send false). On a GPU the
+halves move to device memory once per job: with its first {"send": true} the comparer may add
+"device": true, having allocated them (device_memory.py) and handed their descriptor over the Unix
+socket the worker listens on (`socket`, bound before the sandbox hides the path); the worker maps
+them and answers {"device": true}, or {"device": false, "why"} and the halves stay in host memory.
+Chunks then cross the device: a copy there, no trip through the host. Two halves
 let the worker fill one while the comparer compares the other; a small buffer keeps the host's
 memory free and takes milliseconds to page-lock, where a set-sized one (6.4 GB) took 5 s on the
 H200 machine. Each side opens its ends through /proc/<engine pid>/fd/N before anything untrusted
@@ -20,15 +25,20 @@ runs: the candidate's worker before it enters its sandbox, in whose fresh /proc 
 then invisible.
 """
 
+import contextlib
 import json
 import mmap
 import os
 import select
+import socket
 import time
 
 import torch
 
+from .device_memory import DeviceMemoryError, SharedDeviceBuffer
+
 MAX_LINE = 1 << 16  # a layout line; anything longer is not ours
+ADOPT_WAIT_S = 2.0  # the worker's wait for an announced offer (queued before the announcement: instant)
 
 
 class ChannelError(RuntimeError):
@@ -60,6 +70,18 @@ class _End:
         self.out_fd = _open(spec, write_key, os.O_WRONLY)
         self.in_fd = _open(spec, read_key, os.O_RDONLY)
         self.pending = b""
+        self.socket_path, self.device_bytes = spec.get("socket"), int(spec.get("device_bytes", 0))
+        self.device_buffer: SharedDeviceBuffer | None = None  # the halves, once moved to the device
+
+    def halves(self) -> tuple[torch.Tensor, int]:
+        """The buffer the chunks cross (device memory once moved there, else the host's) and a half's bytes."""
+        buffer = self.device_buffer.tensor if self.device_buffer is not None else self.host()
+        return buffer, buffer.numel() // 2
+
+    def settle(self) -> None:
+        """Waits for this process's work on the device halves: the other process reads or writes them next."""
+        if self.device_buffer is not None:
+            torch.cuda.current_stream(self.device_buffer.tensor.device).synchronize()
 
     def pin(self) -> bool:
         """Page-locks the buffer for the GPU (copies to and from it at the bus's speed, not through
@@ -111,6 +133,8 @@ class CandidateEnd(_End):
 
     def __init__(self, spec: dict):
         super().__init__(spec, "ready_w", "go_r")
+        self.listener = _listen(self.socket_path) if self.socket_path else None
+        self.bound_inode = os.stat(self.socket_path).st_ino if self.listener is not None else None
 
     def ship(self, what: dict, outputs: list[torch.Tensor], deadline: float | None) -> None:
         """Describes `outputs`; if the comparer wants their data (their shapes and dtypes are the
@@ -122,6 +146,8 @@ class CandidateEnd(_End):
             }
         )
         reply = self._expect(deadline, "send")
+        if reply.get("device") is True:
+            self._adopt(deadline)
         if reply["send"] is True:
             self._stream(outputs, deadline)
         self._expect(deadline, "go")
@@ -132,8 +158,42 @@ class CandidateEnd(_End):
             raise ChannelError("the comparer stopped answering")
         return reply
 
+    def _adopt(self, deadline: float | None) -> None:
+        """Maps the device halves the comparer hands over, and says whether that worked."""
+        try:
+            if self.listener is None:
+                raise ChannelError("no socket to take them on")
+            # The comparer connected before it said so: the connection is queued, or is not coming.
+            self.listener.settimeout(min(ADOPT_WAIT_S, _remaining(deadline) or ADOPT_WAIT_S))
+            try:
+                connection, _ = self.listener.accept()
+            except TimeoutError:
+                raise ChannelError(f"no offer reached the socket within {ADOPT_WAIT_S:g} s ({self._where()})") from None
+            with connection:
+                connection.settimeout(_remaining(deadline))
+                message, fds, _, _ = socket.recv_fds(connection, 256, 1)
+            if len(fds) != 1:
+                for fd in fds:
+                    os.close(fd)
+                raise ChannelError("no descriptor came with the offer")
+            size = int(json.loads(message)["bytes"])
+            device = torch.device("cuda", torch.cuda.current_device())
+            self.device_buffer = SharedDeviceBuffer.adopt(fds[0], size, device)
+        except (OSError, ValueError, KeyError, ChannelError, DeviceMemoryError) as exc:
+            self.send({"device": False, "why": f"{type(exc).__name__}: {exc}"[:300]})
+            return
+        self.send({"device": True})
+
+    def _where(self) -> str:
+        """Where the listener is bound and what the path now names (why an offer went astray)."""
+        try:
+            now = os.stat(self.socket_path).st_ino
+        except OSError as exc:
+            now = f"gone: {exc.strerror}"
+        return f"bound inode {self.bound_inode}, the path's inode now {now}"
+
     def _stream(self, outputs: list[torch.Tensor], deadline: float | None) -> None:
-        host, half = self.host(), self.size // 2
+        buffer, half = self.halves()
         outstanding, k = 0, 0
         for t in outputs:
             data = t.detach().contiguous().reshape(-1).view(torch.uint8)
@@ -143,11 +203,40 @@ class CandidateEnd(_End):
                     outstanding -= 1
                 n = min(half, data.numel() - start)
                 slot = k % 2
-                host[slot * half : slot * half + n].copy_(data[start : start + n])
+                buffer[slot * half : slot * half + n].copy_(data[start : start + n])
+                self.settle()
                 self.send({"chunk": slot, "bytes": n})
                 outstanding, k = outstanding + 1, k + 1
         for _ in range(outstanding):
             self._expect(deadline, "free")
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.001, deadline - time.monotonic())
+
+
+def _listen(path: str) -> socket.socket | None:
+    """The worker's socket for the comparer's device halves, at `path` in the job's directory; None
+    where it cannot be made (the halves then stay in host memory)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # left by this job's first run (a job run again alone)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(path)
+        listener.listen(1)
+    except OSError:
+        listener.close()
+        return None
+    return listener
+
+
+def _bound_at(path: str) -> int:
+    """How many sockets of this network namespace are bound at `path` (/proc/net/unix)."""
+    try:
+        with open("/proc/net/unix") as f:
+            return sum(1 for line in f if line.rstrip("\n").endswith(" " + path))
+    except OSError:
+        return -1
 
 
 class ComparerEnd(_End):
@@ -155,6 +244,8 @@ class ComparerEnd(_End):
 
     def __init__(self, spec: dict):
         super().__init__(spec, "go_w", "ready_r")
+        self.offered, self.offer_ms, self.connected_inode = False, 0.0, None
+        self.device_refused = ""  # why the halves stayed on the host, where an offer failed
 
     @staticmethod
     def layout(message: dict) -> list[tuple[str, list[int]]]:
@@ -182,7 +273,8 @@ class ComparerEnd(_End):
         shipped slice is valid until the next is asked for."""
         flat = expected.reshape(-1)
         size = flat.element_size()
-        host, half, done = self.host(), self.size // 2, 0
+        buffer, half = self.halves()
+        done = 0
         while done < flat.numel():
             message = self.receive(deadline)
             if message is None:
@@ -198,12 +290,52 @@ class ComparerEnd(_End):
             ):
                 raise ChannelError("a chunk outside the buffer or the set")
             count = n // size
-            yield flat[done : done + count], host[slot * half : slot * half + n].view(expected.dtype)
+            yield flat[done : done + count], buffer[slot * half : slot * half + n].view(expected.dtype)
             done += count
+            self.settle()
             self.send({"free": slot})
 
-    def answer(self, send: bool) -> None:
-        self.send({"send": send})
+    def answer(self, send: bool, deadline: float | None, device: torch.device | None = None) -> None:
+        """Whether the set's data is wanted; with the first wanted set on a GPU, the device halves."""
+        offered = send and self._offer(device)
+        self.send({"send": send, **({"device": True} if offered else {})})
+        if offered:
+            reply = self.receive(deadline)
+            if reply is None or "device" not in reply:
+                raise ChannelError("the worker stopped answering")
+            if reply["device"] is not True:
+                self.device_refused = (
+                    f"{str(reply.get('why', ''))[:300]}; the comparer connected to inode {self.connected_inode}, "
+                    f"{_bound_at(self.socket_path)} socket(s) bound at the path"
+                )
+                self.device_buffer.close()
+                self.device_buffer = None
+
+    def _offer(self, device: torch.device | None) -> bool:
+        """Allocates the device halves and hands them to the worker's socket (once per job)."""
+        if self.offered or not self.socket_path or self.device_bytes <= 0 or device is None or device.type != "cuda":
+            return False
+        self.offered = True
+        began, buffer = time.perf_counter(), None
+        try:
+            buffer = SharedDeviceBuffer.allocate(self.device_bytes, device)
+            fd = buffer.export()
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                    s.settimeout(5.0)
+                    self.connected_inode = os.stat(self.socket_path).st_ino
+                    s.connect(self.socket_path)
+                    socket.send_fds(s, [json.dumps({"bytes": buffer.size}).encode()], [fd])
+            finally:
+                os.close(fd)
+        except (OSError, DeviceMemoryError) as exc:
+            if buffer is not None:
+                buffer.close()
+            self.device_refused = f"{type(exc).__name__}: {exc}"[:300]
+            return False
+        self.device_buffer = buffer
+        self.offer_ms = (time.perf_counter() - began) * 1e3
+        return True
 
     def go(self) -> None:
         self.send({"go": True})

@@ -142,7 +142,7 @@ def receive_set(
     the reference's own float32 error per output, where the task is ill-conditioned."""
     result = {"match": True, "message": "", "max_abs": None, "max_rel": None}
     wrong = _wrong_layout(expected, layout)
-    end.answer(send=not wrong)
+    end.answer(not wrong, deadline, expected[0].device if expected else None)
     if wrong:
         return {**result, "match": False, "message": wrong}
     for i, e in enumerate(expected):
@@ -230,6 +230,11 @@ def compare(request: dict) -> dict:
                     release_cached(device)  # nothing held while the worker goes on
             answer["sets"].append(result)
             end.go()
+        if end.device_buffer is not None:  # the sets crossed the device (the phase marks it in verdicts)
+            answer["device_halves"] = end.device_buffer.size
+            phases["offer"] = end.offer_ms
+        elif end.device_refused:
+            answer["device_refused"] = end.device_refused
     except ChannelError as exc:
         answer["channel_error"] = str(exc)
         with contextlib.suppress(OSError):

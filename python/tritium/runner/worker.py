@@ -79,7 +79,10 @@ def _child(handler, request: dict, result_fd: int, output_fd: int, timeout_s: fl
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         try:
-            if request.get("channel"):  # through the engine's /proc, which the sandbox hides
+            # The candidate's end, through the engine's /proc, which the sandbox hides. Only the
+            # candidate's: a comparer opens its own in compare.py, and one holding the worker's ends
+            # too would keep them open past the worker's death, and bind the worker's socket again.
+            if request.get("op") == "evaluate" and request.get("channel"):
                 request["channel_end"] = CandidateEnd(request["channel"])
             stacks = functools.partial(_stacks_before_timeout, timeout_s, request["forked_at"])
             if request.get("sandbox"):  # returns in a child (the namespace's PID 1), which arms `stacks`
