@@ -16,6 +16,8 @@ setup:
 demo: setup
 	$(VENV)/bin/tritium train --config configs/tiny-cpu.toml
 	@sed -n '/^## Overall/,/^## Error/p' runs/tiny-cpu/report/report.md | head -n -1
+	@$(VENV)/bin/python -c "import json; from tritium.train.rl import signal_summary; \
+	  print(signal_summary(json.load(open('runs/tiny-cpu/rl/rl_history.json'))))"
 	@echo "full report: runs/tiny-cpu/report/report.html"
 
 # The example tasks' references checked, then the example solutions and a few cheating kernels

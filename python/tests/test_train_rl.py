@@ -6,6 +6,7 @@ import pytest
 from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS
 
 import tritium
+from tritium.train import rl
 from tritium.train.rl import RLConfig, train_rl
 from tritium.train.sft import SFTConfig, train_sft
 
@@ -45,10 +46,12 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path):
         ),
         log=logs.append,
     )
-    assert len(result["history"]) == 2 and len(logs) == 2
+    assert len(result["history"]) == 2 and len(logs) == 3  # a line per step, then the learning signal
     for record in result["history"]:
         assert sum(record["statuses"].values()) == 2  # every sample got a verdict
+        assert record["groups"] == 1 and record["groups_with_signal"] in (0, 1)
         assert record["loss"] == record["loss"]  # finite, not NaN
+    assert logs[-1].startswith(f"rl: {sum(r['groups_with_signal'] for r in result['history'])} of 2 prompt groups")
     assert (tmp_path / "rl" / "checkpoint-2" / "config.json").exists()
     assert json.loads((tmp_path / "rl" / "rl_history.json").read_text())[1]["step"] == 2
     record = result["history"][0]
@@ -189,3 +192,14 @@ def test_prompts_rolled_out_in_one_batch_give_each_group_its_own_rollouts_and_ve
         assert torch.equal(together[0][g]["mask"], groups[0]["mask"])
         assert torch.allclose(together[0][g]["old"], groups[0]["old"], atol=1e-5)
         assert together[1][g]["statuses"] == stats[0]["statuses"] and together[1][g]["lengths"] == stats[0]["lengths"]
+
+
+def test_the_learning_signal_counts_groups_whose_samples_earned_different_rewards():
+    """A group of equal rewards has zero advantages: `make demo` says so when every group was one."""
+    same = {"components": [{"plan": 1.0, "code": 1.0}] * 4}
+    faster = {"components": [{"plan": 1.2, "code": 1.0}] + [{"plan": 1.0, "code": 1.0}] * 3}
+    wrong = {"components": [{"plan": 0.0, "code": 0.0}] + [{"plan": 1.0, "code": 1.0}] * 3}
+    assert [rl._has_signal(g) for g in (same, faster, wrong)] == [False, True, True]
+    flat = rl.signal_summary([{"groups": 2, "groups_with_signal": 0}, {"groups": 2, "groups_with_signal": 0}])
+    assert flat.startswith("rl: 0 of 4 prompt groups") and "RL changed nothing" in flat
+    assert "changed nothing" not in rl.signal_summary([{"groups": 2, "groups_with_signal": 1}])

@@ -186,6 +186,23 @@ def _update(cfg: RLConfig, accelerator, model, optimizer, groups: list[dict], to
     return float(accelerator.reduce(loss_sum, "sum")) / total_groups
 
 
+def _has_signal(group_stats: dict) -> bool:
+    """Whether a group's samples earned different rewards (plan or code): a group whose samples
+    all earned the same (all correct and as fast, or all wrong) has zero advantages and teaches
+    nothing."""
+    return len({(c.get("plan"), c.get("code")) for c in group_stats["components"]}) > 1
+
+
+def signal_summary(history: list[dict]) -> str:
+    """One line on how much of the RL stage could teach the model anything."""
+    groups = sum(r.get("groups", 0) for r in history)
+    signal = sum(r.get("groups_with_signal", 0) for r in history)
+    line = f"rl: {signal} of {groups} prompt groups had a learning signal (rewards that differ within the group)"
+    if groups and signal == 0:
+        line += "; every group's samples earned the same reward (all correct or all wrong), so RL changed nothing"
+    return line
+
+
 def _record(step: int, stats: list[dict], losses: float, generated: int, seconds: float, chosen, curriculum) -> dict:
     statuses = Counter(s for st in stats for s in st["statuses"])
     rewards = [r for st in stats for r in st["rewards"]]
@@ -205,6 +222,8 @@ def _record(step: int, stats: list[dict], losses: float, generated: int, seconds
         "reward_components": {k: v / len(rewards) for k, v in components.items()},
         "completion_tokens_mean": sum(lengths) / len(lengths),
         "entropy_estimate": sum(st["entropy"] for st in stats) / len(stats),
+        "groups": len(stats),
+        "groups_with_signal": sum(_has_signal(st) for st in stats),
     }
     kls = [st["kl"] for st in stats if "kl" in st]
     if kls:
@@ -313,6 +332,8 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         accelerator.wait_for_everyone()
     board.close()
     bar.close()
+    if main:
+        log(signal_summary(history))
     return {
         "steps": cfg.steps,
         "history": history,
