@@ -31,8 +31,8 @@ def processes() -> int:
 
 @pytest.fixture(scope="module")
 def runtime_engine():
-    # 120 s: the two K = 32768 dot fixtures under Triton's interpreter take 24 s each alone and over
-    # 60 s side by side on a 2-core machine (CI's), which this batch's order now makes them.
+    # 120 s: the two K = 32768 dot fixtures meet side by side in this batch; on CI's 2-core machine
+    # they once took past 120 s together with 64 x 64 tiles, so on the CPU they use larger ones.
     return tritium.Engine(device="cpu", jobs=2, timeout_s=120, static_check=False, seed=7)
 
 
