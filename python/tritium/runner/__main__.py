@@ -99,10 +99,11 @@ def main() -> int:
         handlers = {"evaluate": evaluate}
     else:
         from .compare import compare
-        from .reference import footprint, reference, time_reference
+        from .reference import footprint, reference, time_reference, warm_up
         from .tasks import check_task
         from .trace import trace_task
 
+        warm_up()
         handlers = {
             "check_task": check_task,
             "trace_task": trace_task,

@@ -342,6 +342,12 @@ def build(request: dict) -> tuple:
     return module, model.to(device), filename, device, seed
 
 
+def warm_up() -> None:
+    """Imports, in the runner before it forks, what sizing a trial on the meta device
+    (_meta_trial_bytes) would import lazily in every worker: torch._dynamo, over a second."""
+    import torch._dynamo  # noqa: F401
+
+
 def _build(request: dict, filename: str, seed: int):
     """(module, model on the CPU with its perturbed parameters, init inputs): the same for the same
     source and seed, so a later request rebuilds the very model the outputs came from."""
