@@ -17,7 +17,9 @@ demo: setup
 	$(VENV)/bin/tritium train --config configs/tiny-cpu.toml
 	@sed -n '/^## Overall/,/^## Error/p' runs/tiny-cpu/report/report.md | head -n -1
 	@$(VENV)/bin/python -c "import json; from tritium.train.rl import signal_summary; \
-	  print(signal_summary(json.load(open('runs/tiny-cpu/rl/rl_history.json'))))"
+	  from tritium.train.evaluate import stage_change; \
+	  print(signal_summary(json.load(open('runs/tiny-cpu/rl/rl_history.json')))); \
+	  print(stage_change('runs/tiny-cpu/eval/sft/verdicts.jsonl', 'runs/tiny-cpu/eval/rl/verdicts.jsonl'))"
 	@echo "full report: runs/tiny-cpu/report/report.html"
 
 # The example tasks' references checked, then the example solutions and a few cheating kernels

@@ -4,6 +4,8 @@ import json
 
 from test_cli import run
 
+from tritium.train.evaluate import stage_change
+
 MINI = """
 out = "{out}"
 seed = 1
@@ -50,6 +52,9 @@ def test_every_stage_runs_and_the_report_compares_the_models(tmp_path):
         assert all(v["level"] == 1 for v in verdicts)  # the tasks' difficulty: the report's levels
     report = json.loads((out / "report" / "report.json").read_text())
     assert [run["name"] for run in report["runs"]] == ["sft/verdicts", "rl/verdicts"]
+    assert set(report["runs"][0]["metrics"]["overall"]["pass"]) == {"pass@1"}  # one sample: no pass@5
+    line = stage_change(out / "eval" / "sft" / "verdicts.jsonl", out / "eval" / "rl" / "verdicts.jsonl")
+    assert line.startswith("rl against sft on 2 held-out tasks: correct samples ") and " of 2; " in line
 
     # Eval alone (a run stopped after RL): the latest model, RL's, beside SFT's eval in the report.
     (out / "eval" / "rl" / "verdicts.jsonl").unlink()
@@ -109,3 +114,19 @@ def test_typos_wrong_types_and_broken_toml_are_refused_before_any_work(tmp_path)
         assert r.returncode == 2, (name, r.stderr)
         assert f"{config}: " in r.stderr and message in r.stderr, (name, r.stderr)
         assert "Traceback" not in r.stderr and not out.exists()
+
+
+def test_stage_change_counts_the_tasks_that_gained_lost_or_kept_correct_samples(tmp_path):
+    def verdicts(name, statuses):
+        path = tmp_path / f"{name}.jsonl"
+        lines = [json.dumps({"task_id": t, "status": s}) for t, ss in statuses.items() for s in ss]
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    ok, bad = "correct", "incorrect"
+    before = verdicts("sft", {"a": [ok, bad], "b": [ok, ok], "c": [bad, bad], "d": [ok, bad], "gone": [ok]})
+    after = verdicts("rl", {"a": [ok, ok], "b": [ok, bad], "c": [bad, bad], "d": [bad, ok], "new": [ok]})
+    assert stage_change(before, after) == (
+        "rl against sft on 4 held-out tasks: correct samples 4 -> 4 of 8; tasks that gained correct samples 1, "
+        "lost some 1, kept their count 2; correct only part of the time under sft: 2"
+    )

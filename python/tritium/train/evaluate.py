@@ -13,12 +13,14 @@ from . import models
 from .curriculum import task_level
 from .rollout import rollouts
 
+SAMPLES = 4  # per held-out task, by default
+
 
 def evaluate_model(
     model_dir: str,
     tasks: str,
     out: str,
-    samples: int = 4,
+    samples: int = SAMPLES,
     max_new_tokens: int = 512,
     temperature: float = 0.7,
     top_p: float = 0.95,
@@ -78,3 +80,34 @@ def evaluate_model(
     overall = api.metrics(verdicts, ks=tuple(k for k in (1, samples) if k <= samples))["overall"]
     log(f"eval: {len(verdicts)} samples over {overall['tasks']} tasks: {overall['stages']}, {overall['pass']}")
     return overall
+
+
+def stage_change(before: str | pathlib.Path, after: str | pathlib.Path, names=("sft", "rl")) -> str:
+    """One line on how the held-out tasks moved between two stages' verdict files: the correct
+    samples in all, and the tasks that gained, lost or kept their count of correct samples."""
+
+    def correct_by_task(path) -> dict[str, list[int]]:
+        tasks: dict[str, list[int]] = {}
+        for line in pathlib.Path(path).read_text().splitlines():
+            if line.strip():
+                verdict = json.loads(line)
+                counts = tasks.setdefault(verdict["task_id"], [0, 0])  # correct, samples
+                counts[0] += verdict["status"] == "correct"
+                counts[1] += 1
+        return tasks
+
+    first, then = correct_by_task(before), correct_by_task(after)
+    shared = sorted(first.keys() & then.keys())
+    moved = [then[t][0] - first[t][0] for t in shared]
+    a, b = names
+    total = sum(first[t][1] for t in shared)
+    partly = sum(0 < first[t][0] < first[t][1] for t in shared)
+    line = (
+        f"{b} against {a} on {len(shared)} held-out tasks: correct samples {sum(first[t][0] for t in shared)} -> "
+        f"{sum(then[t][0] for t in shared)} of {total}; tasks that gained correct samples {sum(m > 0 for m in moved)}, "
+        f"lost some {sum(m < 0 for m in moved)}, kept their count {sum(m == 0 for m in moved)}; "
+        f"correct only part of the time under {a}: {partly}"
+    )
+    if not partly and not any(moved):
+        line += f" (every task was always or never solved under {a}: {b} had no partial success to raise)"
+    return line
