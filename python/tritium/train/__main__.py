@@ -25,7 +25,7 @@ import tomllib
 
 from .. import api
 from . import schema
-from .evaluate import SAMPLES, evaluate_model
+from .evaluate import SAMPLES, evaluate_model, pass_ks
 from .rl import RLConfig, train_rl
 from .sft import SFTConfig, latest_checkpoint, train_sft
 
@@ -110,8 +110,7 @@ class Evaluations:
 
     def report(self) -> None:
         if len(self.verdicts) > 1:  # the stages side by side: base, SFT, RL
-            samples = int(self.cfg.get("samples", SAMPLES))
-            api.report(self.verdicts, self.out / "report", ks=(1, samples) if samples > 1 else (1,))
+            api.report(self.verdicts, self.out / "report", ks=pass_ks(int(self.cfg.get("samples", SAMPLES))))
             self.report_dir = self.out / "report"
             print(f"eval: report with the stages side by side in {self.report_dir}")
 

@@ -16,6 +16,11 @@ from .rollout import rollouts
 SAMPLES = 4  # per held-out task, by default
 
 
+def pass_ks(samples: int) -> tuple[int, ...]:
+    """The pass@k a held-out eval of `samples` answers per task reports: pass@1 and pass@samples."""
+    return (1, samples) if samples > 1 else (1,)
+
+
 def evaluate_model(
     model_dir: str,
     tasks: str,
@@ -77,7 +82,7 @@ def evaluate_model(
     verdict_file = where / "verdicts.jsonl"
     verdict_file.write_text("".join(json.dumps(v) + "\n" for v in verdicts))
     api.report([verdict_file], where)
-    overall = api.metrics(verdicts, ks=tuple(k for k in (1, samples) if k <= samples))["overall"]
+    overall = api.metrics(verdicts, ks=pass_ks(samples))["overall"]
     log(f"eval: {len(verdicts)} samples over {overall['tasks']} tasks: {overall['stages']}, {overall['pass']}")
     return overall
 
