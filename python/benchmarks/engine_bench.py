@@ -440,6 +440,45 @@ class Peak:
         self._sample()
 
 
+class HostBusy:
+    """The host's CPU busy share (all cores, from /proc/stat) second by second while in the `with`
+    block: whether the engine's processes wait for the host rather than for the GPU."""
+
+    def __init__(self, every: float = 1.0):
+        self.every, self.shares = every, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _times() -> tuple[int, int] | None:
+        try:
+            fields = [int(v) for v in pathlib.Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields) - idle, sum(fields)
+
+    def _run(self) -> None:
+        last = self._times()
+        while last and not self._stop.wait(self.every):
+            now = self._times()
+            if now and now[1] > last[1]:
+                self.shares.append((now[0] - last[0]) / (now[1] - last[1]))
+            last = now
+
+    def summary(self) -> str:
+        busy = sum(share > 0.9 for share in self.shares) / len(self.shares)
+        return f"mean {statistics.mean(self.shares):.0%}, over 90% in {busy:.0%} of {len(self.shares)} s"
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self._stop.set()
+        self._thread.join()
+
+
 def _disk_used() -> list[int]:
     return [shutil.disk_usage(tempfile.gettempdir()).used]
 
@@ -498,7 +537,7 @@ def scale(args) -> dict:
         flush=True,
     )
 
-    with Peak(_disk_used) as disk, Peak(_gpu_memory_mib) as gpu:
+    with Peak(_disk_used) as disk, Peak(_gpu_memory_mib) as gpu, HostBusy() as host:
         start = time.perf_counter()
         engine = tritium.Engine(**options)
         verdicts = engine.evaluate([{"id": e["id"], "task": e["task"], "code": e["code"]} for e in batch])
@@ -519,6 +558,8 @@ def scale(args) -> dict:
     )
     if gpu.start:
         print(f"  peak GPU memory used (MiB, per GPU): {gpu.peak}, +{gpu_peak} over the start", flush=True)
+    if host.shares:
+        print(f"  host CPU busy: {host.summary()}", flush=True)
 
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
         print(
@@ -612,6 +653,7 @@ def scale(args) -> dict:
         "jobs": info["jobs"],
         "disk_free_at_start": free_at_start,
         "disk_peak_bytes": disk_peak,
+        "host_cpu_busy": host.shares,
         "gpu_peak_mib": gpu_peak,
         "naive_gpu_peak_mib": naive_gpu_peak,
         "naive_fooled": fooled,

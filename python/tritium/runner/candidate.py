@@ -241,20 +241,30 @@ def _ship(channel, gpu: GpuLock, what: dict, outputs: list, deadline: float | No
         gpu.hold()
 
 
-def _checked_trials(model, task, request: dict, monitor: Monitor, filename: str, gpu: GpuLock) -> list[dict]:
+def _checked_trials(
+    model, task, request: dict, monitor: Monitor, filename: str, gpu: GpuLock, phases: dict
+) -> list[dict]:
+    """The planned trials, one set at a time; phases "trial.*" say where their time went."""
     device, seed, channel = request["device"], int(request["seed"]), request["channel_end"]
     report = []
     for trial in request["trials"]:
-        gpu.hold()  # a compile that raised and was caught never handed the share back
+        with phase(phases, "trial.hold"):
+            gpu.hold()  # a compile that raised and was caught never handed the share back
         spec = trial_inputs.planned(trial)
-        values = trial_inputs.trial_values(task, spec, seed, device)
-        _poison_free_memory(device, int(trial.get("output_bytes", 0)) * 2)
+        with phase(phases, "trial.inputs"):
+            values = trial_inputs.trial_values(task, spec, seed, device)
+        with phase(phases, "trial.poison"):
+            _poison_free_memory(device, int(trial.get("output_bytes", 0)) * 2)
         getattr(model, trial["mode"])()
-        outputs, seen = _call(model, values, device, monitor, filename)
-        seen["input_mutated"] = _mutated(values, task, spec, seed, device)
+        with phase(phases, "trial.call"):
+            outputs, seen = _call(model, values, device, monitor, filename)
+        with phase(phases, "trial.mutation"):
+            seen["input_mutated"] = _mutated(values, task, spec, seed, device)
         del values
-        release_cached(device)  # the inputs' blocks: the comparer makes its own while the outputs cross
-        _ship(channel, gpu, {"kind": "trial", "index": spec["index"]}, outputs, request.get("deadline"))
+        with phase(phases, "trial.release"):
+            release_cached(device)  # the inputs' blocks: the comparer makes its own while the outputs cross
+        with phase(phases, "trial.ship"):
+            _ship(channel, gpu, {"kind": "trial", "index": spec["index"]}, outputs, request.get("deadline"))
         del outputs
         report.append({"index": trial["index"], "mode": trial["mode"], **seen})
     return report
@@ -386,7 +396,7 @@ def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: 
         model, kernels = _load(request, filename, device)
     answer["kernels"] = kernels
     with phase(phases, "checked"):
-        answer["trials"] = _checked_trials(model, request["task_module"], request, monitor, filename, gpu)
+        answer["trials"] = _checked_trials(model, request["task_module"], request, monitor, filename, gpu, phases)
     release_cached(device)
     request["kernels"] = kernels
     answer["timed"] = _timed_phase(model, request, monitor, filename, gpu, phases)

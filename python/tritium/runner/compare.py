@@ -79,15 +79,30 @@ class Tally:
         self.worst = None
 
     def add(self, expected: torch.Tensor, actual: torch.Tensor) -> None:
-        for start in range(0, expected.numel(), CHUNK):
-            stop = min(expected.numel(), start + CHUNK)
-            s = _chunk_stats(expected[start:stop], actual[start:stop].to(expected.device), self.atol, self.rtol)
-            self.bad += s["bad"]
-            self.unexpected += s["unexpected"]
-            self.max_abs, self.max_rel = max(self.max_abs, s["max_abs"]), max(self.max_rel, s["max_rel"])
-            if s["worst"] and (self.worst is None or s["worst"][1] > self.worst[1]):
-                self.worst = (self.n + start + s["worst"][0], *s["worst"][1:])
+        actual = actual.to(expected.device)
+        if not (expected.is_cuda and expected.is_floating_point() and self._fused(expected, actual)):
+            for start in range(0, expected.numel(), CHUNK):
+                stop = min(expected.numel(), start + CHUNK)
+                self._count(_chunk_stats(expected[start:stop], actual[start:stop], self.atol, self.rtol), start)
         self.n += expected.numel()
+
+    def _fused(self, expected: torch.Tensor, actual: torch.Tensor) -> bool:
+        """One kernel over the slice (compare_kernel.py); False where it found a mismatch, whose
+        worst element the torch rule then finds."""
+        from .compare_kernel import slice_stats
+
+        s = slice_stats(expected, actual, self.atol, self.rtol)
+        if s["bad"]:
+            return False
+        self._count({**s, "worst": None}, 0)
+        return True
+
+    def _count(self, s: dict, start: int) -> None:
+        self.bad += s["bad"]
+        self.unexpected += s["unexpected"]
+        self.max_abs, self.max_rel = max(self.max_abs, s["max_abs"]), max(self.max_rel, s["max_rel"])
+        if s["worst"] and (self.worst is None or s["worst"][1] > self.worst[1]):
+            self.worst = (self.n + start + s["worst"][0], *s["worst"][1:])
 
     def result(self) -> dict:
         """{"match", "message", "max_abs", "max_rel"}."""
@@ -227,7 +242,8 @@ def compare(request: dict) -> dict:
                             )
                         )
                     del outputs
-                    release_cached(device)  # nothing held while the worker goes on
+                    with phase(phases, "release"):
+                        release_cached(device)  # nothing held while the worker goes on
             answer["sets"].append(result)
             end.go()
         if end.device_buffer is not None:  # the sets crossed the device (the phase marks it in verdicts)
