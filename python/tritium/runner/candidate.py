@@ -360,6 +360,10 @@ def evaluate(request: dict) -> dict:
     if "forked_at" in request:  # fork, sandbox
         add_since(answer["phases_ms"], "startup", request["forked_at"])
     try:
+        if device.startswith("cuda"):  # host work, outside the share: a queued timer's drain never waits on it
+            with phase(answer["phases_ms"], "cuda_init"):
+                torch.cuda.set_device(torch.device(device))
+                torch.empty(1, device=device)
         waiting = time.perf_counter()
         with gpu.shared():
             add_since(answer["phases_ms"], "lock_wait", waiting)
@@ -384,9 +388,6 @@ def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: 
     """evaluate()'s steps; on the GPU they hold its lock shared, the timed phase exclusively."""
     phases = answer["phases_ms"]
     if device.startswith("cuda"):
-        with phase(phases, "cuda_init"):
-            torch.cuda.set_device(torch.device(device))
-            torch.empty(1, device=device)
         _let_go_while_compiling(gpu, phases)
         with phase(phases, "pin"):
             answer["channel_pinned"] = request["channel_end"].pin()
