@@ -91,15 +91,12 @@ def stage_change(before: str | pathlib.Path, after: str | pathlib.Path, names=("
     """One line on how the held-out tasks moved between two stages' verdict files: the correct
     samples in all, and the tasks that gained, lost or kept their count of correct samples."""
 
-    def correct_by_task(path) -> dict[str, list[int]]:
-        tasks: dict[str, list[int]] = {}
-        for line in pathlib.Path(path).read_text().splitlines():
-            if line.strip():
-                verdict = json.loads(line)
-                counts = tasks.setdefault(verdict["task_id"], [0, 0])  # correct, samples
-                counts[0] += verdict["status"] == "correct"
-                counts[1] += 1
-        return tasks
+    from .. import api
+
+    def correct_by_task(path) -> dict[str, tuple[int, int]]:  # task -> (correct, samples), as the metrics count
+        verdicts = [json.loads(line) for line in pathlib.Path(path).read_text().splitlines() if line.strip()]
+        per_task = api.metrics(verdicts, ks=(1,), ps=(1.0,))["overall"]["per_task"]
+        return {t["task_id"]: (t["correct"], t["samples"]) for t in per_task}
 
     first, then = correct_by_task(before), correct_by_task(after)
     shared = sorted(first.keys() & then.keys())
