@@ -203,3 +203,33 @@ def test_the_learning_signal_counts_groups_whose_samples_earned_different_reward
     flat = rl.signal_summary([{"groups": 2, "groups_with_signal": 0}, {"groups": 2, "groups_with_signal": 0}])
     assert flat.startswith("rl: 0 of 4 prompt groups") and "RL changed nothing" in flat
     assert "changed nothing" not in rl.signal_summary([{"groups": 2, "groups_with_signal": 1}])
+
+
+def test_a_rollout_copy_samples_in_its_dtype_and_follows_the_policy_after_an_update():
+    import pytest
+    import torch
+
+    from tritium.train import models
+    from tritium.train.rl import RolloutCopy
+    from tritium.train.rollout import rollouts
+
+    prompt = tritium.kernel_prompt((EXAMPLE_TASKS / "level1" / "01_relu.py").read_text())
+    model, tokenizer = models.load("tiny", corpus=[prompt])
+    copied = RolloutCopy(model, "bfloat16")
+    assert {p.dtype for p in copied.sampler.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in model.parameters()} == {torch.float32}  # the policy itself is untouched
+    kept = [p for p in copied.sampler.parameters()]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    ids = torch.tensor([tokenizer(prompt)["input_ids"][:32]])
+    model(input_ids=ids, labels=ids).loss.backward()
+    optimizer.step()
+    stale = [not torch.equal(mine, theirs.to(torch.bfloat16)) for mine, theirs in zip(kept, model.parameters())]
+    assert any(stale)  # the update moved the policy away from the copy
+    copied.refresh()
+    for mine, theirs, before in zip(copied.sampler.parameters(), model.parameters(), kept):
+        assert mine is before  # refreshed in place: a compiled generator's graphs stay valid
+        assert torch.equal(mine, theirs.detach().to(torch.bfloat16))
+    (prompt_ids, completions, texts) = rollouts(copied.sampler, tokenizer, [prompt], 2, 8, 1.0, 1.0, "generate")[0]
+    assert len(completions) == 2 and all(0 < len(c) <= 8 for c in completions)
+    with pytest.raises(ValueError, match="not a floating torch dtype"):
+        RolloutCopy(model, "int8")

@@ -48,6 +48,7 @@ class RLConfig:
     rollout_batch: int = 1  # prompts per generate call and per engine call (rollouts depend on it)
     max_new_tokens: int = 512
     generator: str = "auto"  # rollouts: "generate" (= "auto"), "continuous" or "compiled" (tritium.train.rollout)
+    rollout_dtype: str = ""  # "bfloat16": sample from a copy in that dtype, refreshed after each step; "": the policy
     temperature: float = 1.0
     top_p: float = 1.0
     lr: float = 1e-6
@@ -81,22 +82,54 @@ def _batch(prompt_ids: list[int], completions: list[list[int]], pad_id: int, dev
     return ids.to(device), attention.to(device)
 
 
+class RolloutCopy:
+    """The policy's weights in another dtype, kept for sampling and refreshed in place after each
+    update: the same module every step, so a compiled generator's graphs (which hold its parameters'
+    storage) stay valid. On an H200, compiled bfloat16 decoding made 3.2-3.4x the tokens/s of
+    float32 `generate` at 256-512 sequences (docs/results/2026-12-02-rollouts.md). The old
+    log-probs of the loss still come from the float32 policy."""
+
+    def __init__(self, model, dtype: str):
+        self.model, self.dtype = model, getattr(torch, dtype, None)
+        if not isinstance(self.dtype, torch.dtype) or not self.dtype.is_floating_point:
+            raise ValueError(f"rollout_dtype {dtype!r} is not a floating torch dtype (bfloat16, float16, float32)")
+        self.sampler = copy.deepcopy(model).eval().requires_grad_(False)
+        for p in self.sampler.parameters():  # parameters only: buffers (rotary frequencies) keep their precision
+            p.data = p.data.to(self.dtype)
+
+    @torch.no_grad()
+    def refresh(self) -> None:
+        for mine, theirs in zip(self.sampler.parameters(), self.model.parameters()):
+            mine.copy_(theirs)
+
+
 def _seed_for(seed: int, *where) -> int:
     return int.from_bytes(hashlib.sha256(repr((seed, *where)).encode()).digest()[:7], "little")
 
 
 def _rollout_batch(
-    cfg: RLConfig, model, tokenizer, client, tasks: list[dict], first: int, step: int, reference, device, clock: Counter
+    cfg: RLConfig,
+    model,
+    tokenizer,
+    client,
+    tasks: list[dict],
+    first: int,
+    step: int,
+    reference,
+    device,
+    clock: Counter,
+    sampler=None,
 ) -> tuple[list[dict], list[dict]]:
     """Prompts first, first+1, ...: their groups rolled out in one generate call (seeded by step and
-    first prompt, so on any process alike), judged in one engine call, and the tensors each group's
-    loss needs, with its statistics. Adds the seconds spent generating and scoring to `clock`."""
+    first prompt, so on any process alike) by `sampler` (the policy itself when None), judged in one
+    engine call, and the tensors each group's loss needs (from the policy), with its statistics.
+    Adds the seconds spent generating and scoring to `clock`."""
     from .. import api
 
     torch.manual_seed(_seed_for(cfg.seed, step, first))
     began = time.monotonic()
     results = rollouts(
-        model,
+        model if sampler is None else sampler,
         tokenizer,
         [api.kernel_prompt(t["source"]) for t in tasks],
         cfg.group_size,
@@ -261,6 +294,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     reference = copy.deepcopy(model).eval().requires_grad_(False) if cfg.kl_coef else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
     wrapped, optimizer = accelerator.prepare(model, optimizer)
+    copied = RolloutCopy(model, cfg.rollout_dtype) if cfg.rollout_dtype else None
     reward_config = json.loads(cfg.reward)
     endpoints = [u for u in cfg.endpoints.split(",") if u]
     client = (
@@ -281,12 +315,24 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         clock = Counter()
         for first in range(rank * batch, len(chosen), world * batch):  # this process's share of the batches
             more_groups, more_stats = _rollout_batch(
-                cfg, model, tokenizer, client, chosen[first : first + batch], first, step, reference, device, clock
+                cfg,
+                model,
+                tokenizer,
+                client,
+                chosen[first : first + batch],
+                first,
+                step,
+                reference,
+                device,
+                clock,
+                copied and copied.sampler,
             )
             groups += more_groups
             stats += more_stats
         updating = time.monotonic()
         loss = _update(cfg, accelerator, wrapped, optimizer, groups, len(chosen))
+        if copied:
+            copied.refresh()
         clock["update"] = time.monotonic() - updating
         own_generated = sum(sum(st["lengths"]) for st in stats)
         own_trained = cfg.updates * sum(int(g["attention"].sum()) for g in groups)
