@@ -258,6 +258,10 @@ void fill_timing(const Json& timed, Verdict& v) {
 
 void apply_reference_timing(const Json& timing, Verdict& v) {
   if (!v.runtime_ms || !timing.is_object()) return;
+  // Shared by the task's candidates: where its timing spent its time (compile, lock_wait, exclusive).
+  if (!v.phases_ms.is_object()) v.phases_ms = Json::object();
+  const Json phases = timing.value("phases_ms", Json::object());  // named: items() would outlive a temporary
+  for (const auto& [name, ms] : phases.items()) v.phases_ms["reference_timing." + name] = ms;
   v.ref_eager_ms = number(timing.value("eager", Json()), "median_ms");
   v.ref_compile_ms = number(timing.value("compile", Json()), "median_ms");
   if (timing.contains("error"))

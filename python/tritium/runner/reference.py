@@ -16,7 +16,7 @@ import time
 import torch
 
 from . import inputs as trial_inputs
-from .phases import phase
+from .phases import add_since, phase
 from .tasks import TaskFailure, describe, flatten_outputs, load_module, release_cached, require, run_stage
 from .tensorfile import write_tensors
 from .timing import GpuLock
@@ -210,15 +210,17 @@ def lint(module, model, device: str, seed: int, atol: float = 1e-4) -> tuple[lis
 REFERENCE_BLOCKS = 3
 
 
-def _timed_blocks(fns: dict, fresh, device: str, gpu: GpuLock, errors: dict) -> dict:
+def _timed_blocks(fns: dict, fresh, device: str, gpu: GpuLock, errors: dict, phases: dict) -> dict:
     """Name -> the best of REFERENCE_BLOCKS timed blocks of that function (the block medians
     beside it), all in one exclusive hold, the functions' blocks interleaved: one drain of the
     GPU's sharers per task, not one per block (each drain held back every other job). A function
-    that raises gets its error in `errors` and no timing."""
+    that raises gets its error in `errors` and no timing. Phases: the wait for the hold, the hold."""
     from .timing import measure
 
     blocks = {name: [] for name in fns}
-    with gpu.exclusive() as exclusive:
+    waiting = time.perf_counter()
+    with gpu.exclusive() as exclusive, phase(phases, "exclusive"):
+        add_since(phases, "lock_wait", waiting)
         for _ in range(REFERENCE_BLOCKS):
             for name, fn in fns.items():
                 if name in errors:
@@ -251,8 +253,7 @@ def _time_references(model, module, device: str, gpu: GpuLock, seed: int) -> dic
             fns["compile"] = compiled
         except Exception as exc:  # noqa: BLE001 - torch.compile may fail on a valid task
             errors["compile"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-        with phase(phases, "timed"):
-            result.update(_timed_blocks(fns, fresh, device, gpu, errors))
+        result.update(_timed_blocks(fns, fresh, device, gpu, errors, phases))
     if "eager" in errors:
         raise TaskFailure("timing", f"the reference raised while it was timed: {errors['eager']}")
     result["compile_error"] = errors.get("compile")
