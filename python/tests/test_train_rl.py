@@ -233,3 +233,34 @@ def test_a_rollout_copy_samples_in_its_dtype_and_follows_the_policy_after_an_upd
     assert len(completions) == 2 and all(0 < len(c) <= 8 for c in completions)
     with pytest.raises(ValueError, match="not a floating torch dtype"):
         RolloutCopy(model, "int8")
+
+
+def test_scoring_overlapped_with_the_next_batchs_generation_gives_the_same_step():
+    import threading
+    from collections import Counter
+
+    import torch
+
+    from tritium.integrations import RewardClient
+    from tritium.train import models
+    from tritium.train.rl import _rollout_step
+
+    tasks = [{"id": n, "source": (EXAMPLE_TASKS / "level1" / f"{n}.py").read_text()} for n in ("01_relu", "07_softmax")]
+    model, tokenizer = models.load("tiny", corpus=[t["source"] for t in tasks])
+    client = RewardClient(device="cpu")
+    scored_in = []
+    score = client.score
+    client.score = lambda items: scored_in.append(threading.current_thread().name) or score(items)
+    batches, cpu = [(0, tasks[:1]), (1, tasks[1:])], torch.device("cpu")
+    steps = {}
+    for overlap in (False, True):
+        cfg = RLConfig(tasks="", model="", out="", group_size=2, max_new_tokens=12, overlap_scoring=overlap)
+        clock = Counter()
+        steps[overlap] = _rollout_step(cfg, model, tokenizer, client, batches, 1, None, cpu, clock, None)
+        assert ("score_wait" in clock) == overlap and clock["score"] > 0
+    assert scored_in[:2] == ["MainThread"] * 2 and all(name.startswith("rl-score") for name in scored_in[2:])
+    (alone_groups, alone_stats), (overlapped_groups, overlapped_stats) = steps[False], steps[True]
+    for a, b in zip(alone_groups, overlapped_groups, strict=True):
+        assert torch.equal(a["ids"], b["ids"]) and torch.equal(a["mask"], b["mask"])
+        assert torch.allclose(a["old"], b["old"], atol=1e-6)
+    assert [s["statuses"] for s in alone_stats] == [s["statuses"] for s in overlapped_stats]

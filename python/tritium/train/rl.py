@@ -15,6 +15,7 @@ averaged over all groups.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import copy
 import dataclasses
@@ -48,6 +49,7 @@ class RLConfig:
     rollout_batch: int = 1  # prompts per generate call and per engine call (rollouts depend on it)
     max_new_tokens: int = 512
     generator: str = "auto"  # rollouts: "generate" (= "auto"), "continuous" or "compiled" (tritium.train.rollout)
+    overlap_scoring: bool = True  # judge a batch's rollouts while the next batch is generated
     rollout_dtype: str = ""  # "bfloat16": sample from a copy in that dtype, refreshed after each step; "": the policy
     temperature: float = 1.0
     top_p: float = 1.0
@@ -107,29 +109,15 @@ def _seed_for(seed: int, *where) -> int:
     return int.from_bytes(hashlib.sha256(repr((seed, *where)).encode()).digest()[:7], "little")
 
 
-def _rollout_batch(
-    cfg: RLConfig,
-    model,
-    tokenizer,
-    client,
-    tasks: list[dict],
-    first: int,
-    step: int,
-    reference,
-    device,
-    clock: Counter,
-    sampler=None,
-) -> tuple[list[dict], list[dict]]:
-    """Prompts first, first+1, ...: their groups rolled out in one generate call (seeded by step and
-    first prompt, so on any process alike) by `sampler` (the policy itself when None), judged in one
-    engine call, and the tensors each group's loss needs (from the policy), with its statistics.
-    Adds the seconds spent generating and scoring to `clock`."""
+def _generate(cfg: RLConfig, sampler, tokenizer, tasks: list[dict], first: int, step: int, clock: Counter) -> list:
+    """The groups of prompts first, first+1, ... in one generate call, seeded by step and first
+    prompt (so on any process alike)."""
     from .. import api
 
     torch.manual_seed(_seed_for(cfg.seed, step, first))
     began = time.monotonic()
     results = rollouts(
-        model if sampler is None else sampler,
+        sampler,
         tokenizer,
         [api.kernel_prompt(t["source"]) for t in tasks],
         cfg.group_size,
@@ -139,6 +127,11 @@ def _rollout_batch(
         cfg.generator,
     )
     clock["generate"] += time.monotonic() - began
+    return results
+
+
+def _score(cfg: RLConfig, client, tasks: list[dict], results: list, first: int, clock: Counter) -> list[dict]:
+    """One engine call for a batch's samples (it lets go of the GIL: a thread can run it)."""
     began = time.monotonic()
     scored = client.score(
         [
@@ -148,6 +141,10 @@ def _rollout_batch(
         ]
     )
     clock["score"] += time.monotonic() - began
+    return scored
+
+
+def _tensors(cfg: RLConfig, tokenizer, tasks, results, scored, model, reference, device) -> tuple[list, list]:
     groups, stats = [], []
     for i, (task, (prompt_ids, completions, texts)) in enumerate(zip(tasks, results)):
         group, st = _group_tensors(
@@ -162,6 +159,63 @@ def _rollout_batch(
         )
         groups.append(group)
         stats.append({**st, "level": task_level(task)})
+    return groups, stats
+
+
+def _rollout_batch(
+    cfg: RLConfig,
+    model,
+    tokenizer,
+    client,
+    tasks: list[dict],
+    first: int,
+    step: int,
+    reference,
+    device,
+    clock: Counter,
+    sampler=None,
+) -> tuple[list[dict], list[dict]]:
+    """Prompts first, first+1, ...: their groups rolled out in one generate call by `sampler` (the
+    policy itself when None), judged in one engine call, and the tensors each group's loss needs
+    (from the policy), with its statistics. Adds the seconds spent generating and scoring to `clock`."""
+    results = _generate(cfg, model if sampler is None else sampler, tokenizer, tasks, first, step, clock)
+    scored = _score(cfg, client, tasks, results, first, clock)
+    return _tensors(cfg, tokenizer, tasks, results, scored, model, reference, device)
+
+
+def _rollout_step(
+    cfg: RLConfig,
+    model,
+    tokenizer,
+    client,
+    batches: list[tuple[int, list]],
+    step: int,
+    reference,
+    device,
+    clock,
+    sampler,
+) -> tuple[list[dict], list[dict]]:
+    """This process's batches of a step, (first prompt, tasks) each. With `overlap_scoring` the
+    engine judges batch k in a thread while batch k+1 is generated; the rollouts, verdicts and
+    tensors are the same as one batch after the other. `clock["score_wait"]`: the scoring the
+    generation did not hide."""
+    groups, stats = [], []
+    if not cfg.overlap_scoring or len(batches) < 2:
+        for first, tasks in batches:
+            more = _rollout_batch(cfg, model, tokenizer, client, tasks, first, step, reference, device, clock, sampler)
+            groups, stats = groups + more[0], stats + more[1]
+        return groups, stats
+    pending = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rl-score") as scorer:
+        for first, tasks in batches:
+            results = _generate(cfg, model if sampler is None else sampler, tokenizer, tasks, first, step, clock)
+            pending.append((tasks, results, scorer.submit(_score, cfg, client, tasks, results, first, clock)))
+        for tasks, results, scoring in pending:
+            waiting = time.monotonic()
+            scored = scoring.result()
+            clock["score_wait"] += time.monotonic() - waiting
+            more = _tensors(cfg, tokenizer, tasks, results, scored, model, reference, device)
+            groups, stats = groups + more[0], stats + more[1]
     return groups, stats
 
 
@@ -311,24 +365,11 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     for step in range(1, cfg.steps + 1):
         began = time.monotonic()
         chosen = curriculum.pick(rng, cfg.prompts_per_step)  # the same on every process
-        groups, stats = [], []
         clock = Counter()
-        for first in range(rank * batch, len(chosen), world * batch):  # this process's share of the batches
-            more_groups, more_stats = _rollout_batch(
-                cfg,
-                model,
-                tokenizer,
-                client,
-                chosen[first : first + batch],
-                first,
-                step,
-                reference,
-                device,
-                clock,
-                copied and copied.sampler,
-            )
-            groups += more_groups
-            stats += more_stats
+        mine = [(first, chosen[first : first + batch]) for first in range(rank * batch, len(chosen), world * batch)]
+        groups, stats = _rollout_step(
+            cfg, model, tokenizer, client, mine, step, reference, device, clock, copied and copied.sampler
+        )
         updating = time.monotonic()
         loss = _update(cfg, accelerator, wrapped, optimizer, groups, len(chosen))
         if copied:
