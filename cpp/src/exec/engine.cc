@@ -267,7 +267,10 @@ struct Engine::Impl {
   WorkerPool timers;      // reference timings
   WorkerPool prefetch;    // references of a batch's tasks, ahead of the slots that will need them
 
+  std::atomic<bool> closing{false};
+
   ~Impl() {
+    closing = true;
     candidates.stop();
     prefetch.stop();
     timers.stop();
@@ -407,6 +410,7 @@ struct Engine::Impl {
   // `codes` would run: without this a task's candidates waited for its reference only once a slot
   // was free (12-19 s for a GPU-size task behind a batch's first items, H200 2026-12-03).
   void prefetch_reference(const Task& task, const std::vector<std::string>& codes) {
+    if (closing) return;  // queued past its batch: nothing waits for it any more
     const bool runs = std::any_of(codes.begin(), codes.end(), [&](const std::string& code) {
       return !code.empty() && (!options.static_check || verify_code(code, task.source).valid());
     });
