@@ -76,8 +76,9 @@ def _work_dirs(tmp) -> list:
 
 
 def _candidate_running(tmp) -> bool:
-    """A candidate's job directory exists (the start-up probe's is named `probe`)."""
-    return any(job.name != "probe" for d in _work_dirs(tmp) for job in (d / "jobs").glob("*"))
+    """A candidate is in its forward, so in its sandbox: its uid changed there, which once disarmed
+    its parent-death signal (stopped a moment earlier, before the sandbox, it died either way)."""
+    return any((job / "in_forward").exists() for d in _work_dirs(tmp) for job in (d / "jobs").glob("*"))
 
 
 def _runners(processes: dict[int, str]) -> list[int]:
@@ -96,7 +97,6 @@ def _start_eval(tmp, candidate=SLOW, command=None) -> subprocess.Popen:
     )
     _wait_for(lambda: _candidate_running(tmp) or proc.poll() is not None, 180, "the candidate to start")
     assert proc.poll() is None, proc.communicate()
-    time.sleep(0.5)  # the worker forked, its sandbox entered
     return proc
 
 
@@ -205,7 +205,6 @@ def test_a_python_process_killed_by_sigterm_leaves_no_runner_and_no_work_directo
     )
     _wait_for(lambda: _candidate_running(tmp_path) or proc.poll() is not None, 180, "the candidate to start")
     assert proc.poll() is None, proc.communicate()
-    time.sleep(0.5)
     processes = _descendants(proc.pid)
     assert _runners(processes)
     proc.send_signal(signal.SIGTERM)

@@ -255,21 +255,16 @@ def _private_dir(directory: str) -> None:
     tempfile.tempdir = directory
 
 
-def _become_namespace_init() -> None:
+def _become_namespace_init() -> int:
     """Forks once more: the child is PID 1 of the new namespace, and when it exits the kernel kills
-    everything the candidate started. The parent only waits and passes the child's fate on."""
+    everything the candidate started. The parent only waits and passes the child's fate on. The
+    child returns a descriptor that reads end of file once the parent is gone (_follow_parent)."""
     alive_r, alive_w = os.pipe()  # the parent holds the write end until it exits, and never writes
     pid = os.fork()
     if pid == 0:
         os.close(alive_w)
-        die_with_parent()
-        # PID 1 of a new namespace sees no parent (getppid() is 0), so die_with_parent cannot tell
-        # whether the parent died before the signal was armed; the pipe can: its end of file.
-        gone = select.select([alive_r], [], [], 0)[0]
-        os.close(alive_r)
-        if gone:
-            os._exit(1)
-        return
+        _follow_parent(alive_r)
+        return alive_r
     os.close(alive_r)
     while True:
         try:
@@ -282,6 +277,17 @@ def _become_namespace_init() -> None:
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def _follow_parent(alive_r: int) -> None:
+    """Arms the parent-death signal of the namespace's PID 1, then exits if its parent is gone
+    already. It sees no parent (getppid() is 0), so die_with_parent cannot tell whether the parent
+    died before the signal was armed; the pipe can: its end of file. Armed again after the uid
+    changes, which clears it: a candidate that had dropped its privileges outlived a stopped engine
+    (python/tests/test_lifetime.py)."""
+    die_with_parent()
+    if select.select([alive_r], [], [], 0)[0]:
+        os._exit(1)
 
 
 def _cpu_share() -> str:
@@ -310,11 +316,12 @@ def enter(spec: dict, device: str, on_init=None) -> dict:
     os.makedirs(spec["dir"], exist_ok=True)
     own_tasks = _count_own_tasks(os.getuid()) if os.geteuid() != 0 else 0  # before /proc shows only ours
     uid, gid = _sandbox_ids(spec)  # before a user namespace makes anyone root
+    alive_r = None
     try:
         _isolate(report)
         if not report["pid_namespace"]:
             raise SandboxError(f"cannot make new mount, network and PID namespaces: {os.strerror(ctypes.get_errno())}")
-        _become_namespace_init()
+        alive_r = _become_namespace_init()
         if on_init is not None:
             on_init()
         global _namespace_init_pid
@@ -335,6 +342,9 @@ def enter(spec: dict, device: str, on_init=None) -> dict:
         if not spec.get("unsafe"):
             raise SandboxError(f"the sandbox could not be established: {exc}") from exc
         report["unsafe"] = str(exc)
+    if alive_r is not None:  # the uid may have changed, which disarms the parent-death signal
+        _follow_parent(alive_r)
+        os.close(alive_r)
     _private_dir(spec["dir"])
     _limit(spec, device, report, own_tasks)
     report["seccomp"] = seccomp.install()
