@@ -552,7 +552,7 @@ def scale(args) -> dict:
     batch = [e for e in scale_batch(small=args.small) if not args.only or any(k in e["id"] for k in args.only)]
     batch = batch[: args.limit or None]
     device = args.device
-    options = {"device": device}
+    options = {"device": device, "timing": not args.untimed}
     if args.jobs != [0]:
         options["jobs"] = args.jobs[0]
     free_at_start = shutil.disk_usage(tempfile.gettempdir()).free
@@ -701,7 +701,11 @@ def main() -> None:
         default=[0],
         help="throughput: engine slot counts to run, e.g. 8,12 (0: the engine's default)",
     )
-    parser.add_argument("--untimed", action="store_true", help="throughput: also run the batch without timing")
+    parser.add_argument(
+        "--untimed",
+        action="store_true",
+        help="throughput: also run the batch without timing; scale: the engine untimed (what timing costs)",
+    )
     parser.add_argument("--small", action="store_true", help="scale: the suite's reduced sizes (suite.json)")
     parser.add_argument("--only-engine", action="store_true", help="scale: skip the naive serial baseline")
     parser.add_argument("--limit", type=int, default=0, help="scale: only the first N items of the batch")

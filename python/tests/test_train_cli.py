@@ -130,3 +130,25 @@ def test_stage_change_counts_the_tasks_that_gained_lost_or_kept_correct_samples(
         "rl against sft on 4 held-out tasks: correct samples 4 -> 4 of 8; tasks that gained correct samples 1, "
         "lost some 1, kept their count 2; correct only part of the time under sft: 2"
     )
+
+
+def test_rl_size_gpu_gives_rl_its_own_gpu_size_tasks_and_a_bad_size_stops_before_any_work(tmp_path):
+    import pytest
+
+    from tritium.train.__main__ import data_stage, rl_tasks
+
+    data = {"count": 4, "difficulty": "1", "ops": "unary", "heldout": 1, "device": "cpu"}
+    with pytest.raises(ValueError, match="rl_size"):
+        data_stage({**data, "rl_size": "huge"}, tmp_path, seed=3)
+    assert not (tmp_path / "tasks.jsonl").exists()
+    assert rl_tasks(tmp_path) == tmp_path / "train_tasks.jsonl"
+
+    data_stage({**data, "rl_size": "gpu"}, tmp_path, seed=3)
+    assert rl_tasks(tmp_path) == tmp_path / "rl_tasks.jsonl"
+    gpu = [json.loads(line) for line in (tmp_path / "rl_tasks.jsonl").read_text().splitlines()]
+    cpu = [json.loads(line) for line in (tmp_path / "train_tasks.jsonl").read_text().splitlines()]
+    assert len(gpu) == len(cpu) == 3
+    assert {t["meta"]["size"] for t in gpu} == {"gpu"} and {t["meta"]["size"] for t in cpu} == {"cpu"}
+    held_out = {json.loads(line)["source"] for line in (tmp_path / "heldout.jsonl").read_text().splitlines()}
+    assert not held_out & {t["source"] for t in gpu}
+    assert min(t["meta"]["bytes"] for t in gpu) > max(t["meta"]["bytes"] for t in cpu)

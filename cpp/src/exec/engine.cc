@@ -835,10 +835,11 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
       if (progress) progress(done, items.size(), verdicts[i]);
       continue;
     }
-    auto& wanted = to_prefetch[Impl::ref_key(items[i].task)];
+    const std::string key = Impl::ref_key(items[i].task);
+    auto& wanted = to_prefetch[key];
     if (!wanted.first) {
       wanted.first = &items[i].task;
-      prefetch_order.push_back(Impl::ref_key(items[i].task));
+      prefetch_order.push_back(key);
     }
     wanted.second.push_back(prepared[i].code);
     impl_->candidates.submit([&, i, submitted = Clock::now()](int slot) {

@@ -30,9 +30,13 @@ from .rl import RLConfig, train_rl
 from .sft import SFTConfig, latest_checkpoint, train_sft
 
 STAGES = schema.STAGES
+RL_TASKS = "rl_tasks.jsonl"  # [data] rl_size = "gpu": RL's tasks, else the SFT tasks
 
 
 def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
+    rl_size = cfg.get("rl_size", "cpu")
+    if rl_size not in ("cpu", "gpu"):  # before the long work
+        raise ValueError(f'[data] rl_size must be "cpu" or "gpu", not {rl_size!r}')
     tasks = out / "tasks.jsonl"
     api.make_suite(
         out=tasks,
@@ -51,6 +55,22 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
         f"data: {len(lines) - heldout} training tasks, {heldout} held out; SFT examples kept {stats['kept']}, "
         f"dropped {stats['dropped']}"
     )
+    if rl_size == "gpu":  # RL's own tasks, big enough to time on a GPU (speed rewards over the floor)
+        api.make_suite(
+            out=out / RL_TASKS,
+            count=len(lines) - heldout,
+            difficulty=str(cfg.get("difficulty", "1-2")),
+            ops=cfg.get("ops", ""),
+            seed=seed + 1,  # other graphs than the held-out tasks' (a size draws its own from a seed)
+            size="gpu",
+        )
+        print(f"data: {len(lines) - heldout} GPU-size tasks for RL in {out / RL_TASKS}")
+
+
+def rl_tasks(out: pathlib.Path) -> pathlib.Path:
+    """RL's tasks: the GPU-size ones the data stage made with `rl_size = "gpu"`, else the SFT tasks."""
+    gpu = out / RL_TASKS
+    return gpu if gpu.exists() else out / "train_tasks.jsonl"
 
 
 def _gpus_wanted(config: dict) -> bool:
@@ -151,9 +171,7 @@ def run(config_path: str) -> dict:
         rl = {k: v for k, v in config.get("rl", {}).items() if k != "model"}
         if rl.get("curriculum") and "heldout" not in rl:
             rl["heldout"] = str(out / "heldout.jsonl")
-        result = train_rl(
-            RLConfig(tasks=str(out / "train_tasks.jsonl"), model=str(start), out=str(out / "rl"), seed=seed, **rl)
-        )
+        result = train_rl(RLConfig(tasks=str(rl_tasks(out)), model=str(start), out=str(out / "rl"), seed=seed, **rl))
         evaluations.after("rl", pathlib.Path(result["checkpoint"]))
     if "eval" in stages and "sft" not in stages and "rl" not in stages:
         evaluations.alone(config.get("eval", {}).get("model"))

@@ -16,7 +16,7 @@ import typing
 
 STAGES = ("data", "sft", "rl", "eval")
 TOP = {"stages": list[str], "out": str, "seed": int}
-DATA = {"count": int, "difficulty": str, "ops": str, "heldout": int, "device": str}
+DATA = {"count": int, "difficulty": str, "ops": str, "heldout": int, "device": str, "rl_size": str}
 
 
 def _fields(cls, filled: set[str]) -> dict[str, object]:
