@@ -4,7 +4,14 @@ import json
 import os
 import sys
 
-from . import _core
+# torch, where installed, loads before the extension: in the other order `import torch` crashed in
+# its operator registry (torch._ops, a segfault) on the H200 machine (torch 2.11 + CUDA 13, 2026-12-03).
+try:
+    import torch  # noqa: F401
+except ImportError:
+    pass
+
+from . import _core  # noqa: E402
 
 
 def version() -> str:

@@ -169,10 +169,10 @@ std::uintmax_t job_memory(const Json& body, bool gpu) {
   return 2 * params + peak + (gpu ? (std::uintmax_t{3} << 30) + channel_device_bytes(body) : std::uintmax_t{1} << 28);
 }
 
-// What a task's reference timing holds: the parameters, a timed call's inputs and outputs, the
-// next call's inputs and the compiled model's own buffers (about an output set), and a context.
+// What a task's reference timing holds: the parameters, a block's one input set, a call's outputs
+// and the compiled model's own buffers (about an output set), and a context.
 std::uintmax_t timing_memory(const Json& body) {
-  return set_bytes(body.value("params", Json::array())) + 2 * largest_set(body, "inputs") +
+  return set_bytes(body.value("params", Json::array())) + largest_set(body, "inputs") +
          2 * largest_set(body, "outputs") + (std::uintmax_t{1} << 30);
 }
 

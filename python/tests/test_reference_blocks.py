@@ -1,0 +1,57 @@
+"""The reference's timed blocks (runner.reference._timed_blocks), with the timing itself replaced:
+CUDA events do not run here, and what is tested is the plan around them (which blocks run, on
+which inputs, what stands). The timing is exercised on the H200 by test_engine_gpu.py."""
+
+import pytest
+
+from tritium.runner import reference, timing
+from tritium.runner.timing import GpuLock
+
+
+def _run(monkeypatch, medians: dict, fails: tuple = ()):
+    """Times fns "eager" and "compile" whose k-th block's median is medians[name][k]."""
+    calls, seen_inputs = {name: 0 for name in medians}, {name: [] for name in medians}
+
+    def measure(fn, fresh_inputs, device):
+        name = fn
+        if name in fails:
+            raise RuntimeError("boom")
+        k = calls[name]
+        calls[name] += 1
+        seen_inputs[name].append({id(fresh_inputs(j)) for j in range(5)})  # one set for the whole block
+        return {"stats": {"median_ms": medians[name][k]}}
+
+    monkeypatch.setattr(timing, "measure", measure)
+    made = []
+
+    def fresh(k):
+        made.append(k)
+        return [object()]
+
+    errors, phases = {}, {}
+    timed = reference._timed_blocks({n: n for n in medians}, fresh, "cpu", GpuLock(None), errors, phases)
+    return timed, calls, seen_inputs, errors, phases, made
+
+
+def test_two_agreeing_blocks_end_it_and_each_block_calls_on_one_input_set(monkeypatch):
+    timed, calls, seen, errors, phases, made = _run(
+        monkeypatch, {"eager": [1.00, 1.01, 9.0], "compile": [0.5, 0.7, 0.6]}
+    )
+    assert calls == {"eager": 2, "compile": 3}  # compile's first two disagree by 40%: a third decides
+    assert made == [0, 0, 1, 1, 2]  # an input set per block, made before it
+    assert timed["eager"]["median_ms"] == 1.00 and timed["eager"]["block_medians_ms"] == [1.00, 1.01]
+    assert timed["compile"]["median_ms"] == 0.5 and timed["compile"]["block_medians_ms"] == [0.5, 0.7, 0.6]
+    assert all(len(block) == 1 for runs in seen.values() for block in runs)
+    assert timed["eager"]["exclusive"] is True and not errors
+    assert set(phases) == {"lock_wait", "exclusive"}
+
+
+def test_a_function_that_raises_gets_its_error_and_no_timing(monkeypatch):
+    timed, calls, _, errors, _, _ = _run(monkeypatch, {"eager": [1.0, 1.0, 1.0], "compile": [1, 1, 1]}, ("compile",))
+    assert "compile" not in timed and errors["compile"] == "RuntimeError: boom"
+    assert timed["eager"]["block_medians_ms"] == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(("a", "b", "agree"), [(1.0, 1.019, True), (1.019, 1.0, True), (1.0, 1.03, False)])
+def test_blocks_agree_within_two_percent_either_way(a, b, agree):
+    assert reference._agree([{"median_ms": a}, {"median_ms": b}]) is agree
