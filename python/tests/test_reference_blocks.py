@@ -55,3 +55,72 @@ def test_a_function_that_raises_gets_its_error_and_no_timing(monkeypatch):
 @pytest.mark.parametrize(("a", "b", "agree"), [(1.0, 1.019, True), (1.019, 1.0, True), (1.0, 1.03, False)])
 def test_blocks_agree_within_two_percent_either_way(a, b, agree):
     assert reference._agree([{"median_ms": a}, {"median_ms": b}]) is agree
+
+
+def _exclusive_free(lock) -> bool:
+    """Whether a timer could take the lock now (flock is per open file: a fresh one contends)."""
+    import fcntl
+
+    with open(lock) as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return True
+
+
+def test_torch_compile_lets_go_of_the_share_while_it_compiles_and_runs_its_code_under_it(tmp_path):
+    import torch
+    from torch._dynamo.callback import callback_handler
+
+    lock = tmp_path / "gpu.lock"
+    lock.touch()
+    (tmp_path / "gpu.lock.gate").touch()
+    gpu = GpuLock(str(lock))
+    seen = []
+
+    def backend(gm, _example_inputs):  # called while dynamo compiles: a timer may take the GPU now
+        seen.append(("compiling", _exclusive_free(lock)))
+
+        def run(*args):
+            seen.append(("running", _exclusive_free(lock)))  # the compiled code's GPU work: shared
+            return gm(*args)
+
+        return run
+
+    hooks = (len(callback_handler.start_callbacks), len(callback_handler.end_callbacks))
+    torch._dynamo.reset()
+    with gpu.shared(), reference.unshared_while_compiling(gpu):
+        assert not _exclusive_free(lock)
+        out = torch.compile(lambda x: torch.relu(x) * 2, backend=backend)(torch.tensor([-1.0, 2.0]))
+    assert out.tolist() == [0.0, 4.0]
+    assert seen == [("compiling", True), ("running", False)]
+    assert (len(callback_handler.start_callbacks), len(callback_handler.end_callbacks)) == hooks
+    assert _exclusive_free(lock)  # the scope's end lets go
+
+
+def test_the_reference_takes_a_share_per_trial_and_lets_it_go_between_them(tmp_path, monkeypatch):
+    from conftest import EXAMPLE_TASKS
+
+    lock = tmp_path / "gpu.lock"
+    lock.touch()
+    (tmp_path / "gpu.lock.gate").touch()
+    gpu = GpuLock(str(lock))
+    request = {"source": (EXAMPLE_TASKS / "level1" / "01_relu.py").read_text(), "device": "cpu", "seed": 3}
+    filename, device, seed = reference._start(request)
+    module, model, _ = reference._build(request, filename, seed)
+    held, trial = [], reference._trial
+
+    def observed(*args):
+        held.append(not _exclusive_free(lock))
+        return trial(*args)
+
+    monkeypatch.setattr(reference, "_trial", observed)
+    lets_go = []
+    monkeypatch.setattr(gpu, "let_go", lambda f=gpu.let_go: (lets_go.append(_exclusive_free(lock)), f())[1])
+    with gpu.shared():
+        trials, _ = reference._run_trials(module, model, {"trials": 3}, filename, device, seed, {}, gpu)
+    assert len(trials) == len(held) >= 3 and all(held)  # every trial under a share
+    assert len(lets_go) >= len(trials)  # ... let go after each one (and at the scope's end)
+    assert _exclusive_free(lock)

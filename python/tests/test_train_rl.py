@@ -54,6 +54,13 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path):
     assert logs[-1].startswith(f"rl: {sum(r['groups_with_signal'] for r in result['history'])} of 2 prompt groups")
     assert (tmp_path / "rl" / "checkpoint-2" / "config.json").exists()
     assert json.loads((tmp_path / "rl" / "rl_history.json").read_text())[1]["step"] == 2
+    samples = [json.loads(line) for line in (tmp_path / "rl" / "rollouts.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in samples] == [1, 1, 2, 2] and {s["task"] for s in samples} == {"level1/01_relu"}
+    for step, record in enumerate(result["history"], 1):
+        mine = [s for s in samples if s["step"] == step]
+        assert sorted(s["status"] for s in mine) == sorted(k for k, n in record["statuses"].items() for _ in range(n))
+        assert all(0 < s["tokens"] <= 16 and s["cut"] == (s["tokens"] == 16) and s["text"] for s in mine)
+        assert record["cut_at_limit"] == sum(s["cut"] for s in mine)
     record = result["history"][0]
     assert record["kl"] >= 0 and record["entropy_estimate"] > 0 and 0 < record["completion_tokens_mean"] <= 16
     assert record["reward_components"]["scalar"] == record["reward_mean"]

@@ -212,6 +212,11 @@ def compare(request: dict) -> dict:
     except (TaskFailure, OSError) as exc:
         return {**answer, "error": f"the comparer could not start: {exc}"}
     gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
+    try:
+        with phase(phases, "build"), gpu.shared():  # the parameters' copy must not run into a timed call
+            model = model.to(device)
+    except Exception as exc:  # out of memory beside other jobs: the comparer's failure, not the candidate's
+        return {**answer, "error": f"the comparer could not start: {exc}"}
     if device.startswith("cuda"):
         with phase(phases, "pin"):
             answer["pinned"] = end.pin()

@@ -9,6 +9,7 @@ are kept: the comparer (compare.py) and the candidate's worker make them again f
 reference by the same protocol as candidates.
 """
 
+import contextlib
 import copy
 import os
 import time
@@ -218,6 +219,35 @@ def _agree(runs: list) -> bool:
     return len(medians) == 2 and medians[1] <= medians[0] * (1 + BLOCKS_AGREE)
 
 
+@contextlib.contextmanager
+def unshared_while_compiling(gpu: GpuLock):
+    """Inside a `shared` scope: lets go of the share while torch.compile traces and generates code
+    (host work, seconds, which a queued timer would otherwise wait out with every other job held at
+    the gate) and takes it back before the compiled code runs. Runtime autotuning, which torch
+    reports through the same hooks, is GPU work and keeps the share. Without the hooks (older torch)
+    the share is kept throughout."""
+    try:
+        from torch._dynamo.callback import CallbackTrigger, callback_handler
+    except ImportError:
+        yield
+        return
+
+    def start(args) -> None:
+        if getattr(args, "callback_trigger", None) == CallbackTrigger.DYNAMO:
+            gpu.let_go()
+
+    def end(_args) -> None:
+        gpu.hold()
+
+    callback_handler.register_start_callback(start)
+    callback_handler.register_end_callback(end)
+    try:
+        yield
+    finally:
+        callback_handler.remove_start_callback(start)
+        callback_handler.remove_end_callback(end)
+
+
 def _one_set(inputs: list):
     return lambda _call: inputs
 
@@ -263,11 +293,11 @@ def _time_references(model, module, device: str, gpu: GpuLock, seed: int) -> dic
     fns = {"eager": model}
     with torch.no_grad():
         try:
-            # torch.compile compiles at the first call: CPU work, then GPU work (the inputs, Inductor's
-            # autotuning of its kernels, the call). Under a share, so that none of it runs into
-            # another process's timed calls: outside one, an honest cumsum timed 2.4 ms in 12 of
-            # its 23 calls and up to 34 ms in the others (H200, 2026-12-03).
-            with phase(phases, "compile"), gpu.shared():
+            # torch.compile compiles at the first call: host work, then GPU work (Inductor's
+            # autotuning of its kernels, the call). The GPU work holds a share, so that none of it
+            # runs into another process's timed calls: unlocked, an honest cumsum timed 2.4 ms in 12
+            # of its 23 calls and up to 34 ms in the others (H200, 2026-12-03).
+            with phase(phases, "compile"), gpu.shared(), unshared_while_compiling(gpu):
                 compiled = torch.compile(model)
                 compiled(*fresh(-100))
             fns["compile"] = compiled
@@ -298,10 +328,14 @@ def spot_spec(k: int) -> dict:
     return {"index": 1000 + k, "distribution": "task", "mode": "eval", "variant": None}
 
 
-def _run_trials(module, model, request: dict, filename: str, device: str, seed: int, phases: dict) -> tuple:
+def _run_trials(
+    module, model, request: dict, filename: str, device: str, seed: int, phases: dict, gpu: GpuLock
+) -> tuple:
     """The checked trials (plus a batch-size variant when the task has one), each one's
     distribution resolved and its tensors described; nothing is kept: whoever needs a trial's
-    tensors makes them again from its spec (inputs.trial_values). (trials, warnings)"""
+    tensors makes them again from its spec (inputs.trial_values). A share of the GPU lock per
+    trial (inside the caller's `shared` scope), not one for all: a timer queued meanwhile waits
+    out one trial, not the task's six with their float64 twins. (trials, warnings)"""
     trials, warnings = [], []
     plan = trial_inputs.plan(int(request.get("trials", 5)))
     variant = trial_inputs.batch_variant(module)
@@ -312,6 +346,7 @@ def _run_trials(module, model, request: dict, filename: str, device: str, seed: 
         model64 = _float64_twin(model)
     task_checked = None  # the task's own inputs: unknown, well-conditioned (True) or not (False)
     for spec in plan:
+        gpu.hold()
         try:
             values, outputs, used, own_error = run_stage(
                 "forward",
@@ -352,15 +387,17 @@ def _run_trials(module, model, request: dict, filename: str, device: str, seed: 
         )
         del values, outputs
         release_cached(device)  # a GPU-size trial's blocks go back to the device, for the other jobs
+        gpu.let_go()
     return trials, warnings
 
 
 def build(request: dict) -> tuple:
-    """(module, model on its device, filename, device, seed) as the reference had them: what the
-    comparer needs to make any planned trial's expected outputs again."""
+    """(module, model on the CPU, filename, device, seed) as the reference had them: what the
+    comparer needs to make any planned trial's expected outputs again (it moves the model to the
+    device under a share of the GPU lock)."""
     filename, device, seed = _start(request)
     module, model, _ = _build(request, filename, seed)
-    return module, model.to(device), filename, device, seed
+    return module, model, filename, device, seed
 
 
 def warm_up() -> None:
@@ -479,7 +516,7 @@ def reference(request: dict) -> dict:
                 model = model.to(device)
                 params = [p.detach() for p in model.parameters()]
                 write_tensors(os.path.join(directory, "params.tt"), [(f"p{i}", p) for i, p in enumerate(params)])
-            trials, warnings = _run_trials(module, model, request, filename, device, seed, phases)
+            trials, warnings = _run_trials(module, model, request, filename, device, seed, phases, gpu)
 
         return {
             "ok": True,

@@ -158,8 +158,26 @@ def _tensors(cfg: RLConfig, tokenizer, tasks, results, scored, model, reference,
             device,
         )
         groups.append(group)
-        stats.append({**st, "level": task_level(task)})
+        samples = _samples(cfg, task, completions, texts, scored[i * cfg.group_size : (i + 1) * cfg.group_size])
+        stats.append({**st, "level": task_level(task), "cut": sum(s["cut"] for s in samples), "samples": samples})
     return groups, stats
+
+
+def _samples(cfg: RLConfig, task: dict, completions: list, texts: list, scored: list) -> list[dict]:
+    """What each rollout was and got, for OUT/rollouts.jsonl: a run's statuses can be read there
+    (a cut-off response, `cut`, reads as invalid syntax)."""
+    return [
+        {
+            "task": task.get("id"),
+            "status": s["verdict"]["status"],
+            "message": str(s["verdict"].get("message", ""))[:300],
+            "reward": s["reward"]["scalar"],
+            "tokens": len(c),
+            "cut": len(c) >= cfg.max_new_tokens,  # stopped by the limit, not by an end of sequence
+            "text": t,
+        }
+        for c, t, s in zip(completions, texts, scored)
+    ]
 
 
 def _rollout_batch(
@@ -309,6 +327,7 @@ def _record(step: int, stats: list[dict], losses: float, generated: int, seconds
         "reward_components": {k: v / len(rewards) for k, v in components.items()},
         "completion_tokens_mean": sum(lengths) / len(lengths),
         "entropy_estimate": sum(st["entropy"] for st in stats) / len(stats),
+        "cut_at_limit": sum(st.get("cut", 0) for st in stats),
         "groups": len(stats),
         "groups_with_signal": sum(_has_signal(st) for st in stats),
     }
@@ -339,6 +358,8 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     device = accelerator.device if cfg.device == "auto" or world > 1 else models.device_for(cfg.device)
     out = pathlib.Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    if main:
+        (out / "rollouts.jsonl").unlink(missing_ok=True)  # a run starts at step 1: its own samples only
     tasks = api.load_suite(cfg.tasks, with_source=True)["tasks"]
     if not tasks:
         raise ValueError(f"{cfg.tasks}: no tasks")
@@ -394,6 +415,9 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         history.append(record)
         if main:  # every step, so that a run stopped early keeps what it did
             (out / "rl_history.json").write_text(json.dumps(history, indent=2))
+            with (out / "rollouts.jsonl").open("a") as f:
+                for st in stats:
+                    f.writelines(json.dumps({"step": step, **sample}) + "\n" for sample in st.get("samples", []))
         statuses = record["statuses"]
         total = sum(statuses.values())
         bar.update(1)
