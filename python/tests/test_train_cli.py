@@ -152,3 +152,6 @@ def test_rl_size_gpu_gives_rl_its_own_gpu_size_tasks_and_a_bad_size_stops_before
     held_out = {json.loads(line)["source"] for line in (tmp_path / "heldout.jsonl").read_text().splitlines()}
     assert not held_out & {t["source"] for t in gpu}
     assert min(t["meta"]["bytes"] for t in gpu) > max(t["meta"]["bytes"] for t in cpu)
+
+    data_stage(data, tmp_path, seed=3)  # the default again: an earlier run's GPU-size tasks are not RL's
+    assert rl_tasks(tmp_path) == tmp_path / "train_tasks.jsonl" and not (tmp_path / "rl_tasks.jsonl").exists()

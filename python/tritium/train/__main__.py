@@ -38,14 +38,8 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
     if rl_size not in ("cpu", "gpu"):  # before the long work
         raise ValueError(f'[data] rl_size must be "cpu" or "gpu", not {rl_size!r}')
     tasks = out / "tasks.jsonl"
-    api.make_suite(
-        out=tasks,
-        count=int(cfg.get("count", 40)),
-        difficulty=str(cfg.get("difficulty", "1-2")),
-        ops=cfg.get("ops", ""),
-        seed=seed,
-        with_solutions=True,
-    )
+    drawn = {"difficulty": str(cfg.get("difficulty", "1-2")), "ops": cfg.get("ops", "")}  # RL's tasks too
+    api.make_suite(out=tasks, count=int(cfg.get("count", 40)), seed=seed, with_solutions=True, **drawn)
     lines = tasks.read_text().splitlines()
     heldout = int(cfg.get("heldout", max(1, len(lines) // 5)))
     (out / "train_tasks.jsonl").write_text("\n".join(lines[:-heldout]) + "\n")
@@ -55,15 +49,10 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
         f"data: {len(lines) - heldout} training tasks, {heldout} held out; SFT examples kept {stats['kept']}, "
         f"dropped {stats['dropped']}"
     )
+    (out / RL_TASKS).unlink(missing_ok=True)  # an earlier run's: rl_tasks() would pick it up
     if rl_size == "gpu":  # RL's own tasks, big enough to time on a GPU (speed rewards over the floor)
-        api.make_suite(
-            out=out / RL_TASKS,
-            count=len(lines) - heldout,
-            difficulty=str(cfg.get("difficulty", "1-2")),
-            ops=cfg.get("ops", ""),
-            seed=seed + 1,  # other graphs than the held-out tasks' (a size draws its own from a seed)
-            size="gpu",
-        )
+        # seed + 1: other graphs than the held-out tasks' (a size draws its own from a seed)
+        api.make_suite(out=out / RL_TASKS, count=len(lines) - heldout, seed=seed + 1, size="gpu", **drawn)
         print(f"data: {len(lines) - heldout} GPU-size tasks for RL in {out / RL_TASKS}")
 
 

@@ -147,19 +147,10 @@ def _score(cfg: RLConfig, client, tasks: list[dict], results: list, first: int, 
 def _tensors(cfg: RLConfig, tokenizer, tasks, results, scored, model, reference, device) -> tuple[list, list]:
     groups, stats = [], []
     for i, (task, (prompt_ids, completions, texts)) in enumerate(zip(tasks, results)):
-        group, st = _group_tensors(
-            tokenizer,
-            prompt_ids,
-            completions,
-            texts,
-            scored[i * cfg.group_size : (i + 1) * cfg.group_size],
-            model,
-            reference,
-            device,
-        )
+        mine = scored[i * cfg.group_size : (i + 1) * cfg.group_size]
+        group, st = _group_tensors(tokenizer, prompt_ids, completions, texts, mine, model, reference, device)
         groups.append(group)
-        samples = _samples(cfg, task, completions, texts, scored[i * cfg.group_size : (i + 1) * cfg.group_size])
-        stats.append({**st, "level": task_level(task), "cut": sum(s["cut"] for s in samples), "samples": samples})
+        stats.append({**st, "level": task_level(task), "samples": _samples(cfg, task, completions, texts, mine)})
     return groups, stats
 
 
@@ -327,7 +318,7 @@ def _record(step: int, stats: list[dict], losses: float, generated: int, seconds
         "reward_components": {k: v / len(rewards) for k, v in components.items()},
         "completion_tokens_mean": sum(lengths) / len(lengths),
         "entropy_estimate": sum(st["entropy"] for st in stats) / len(stats),
-        "cut_at_limit": sum(st.get("cut", 0) for st in stats),
+        "cut_at_limit": sum(s["cut"] for st in stats for s in st["samples"]),
         "groups": len(stats),
         "groups_with_signal": sum(_has_signal(st) for st in stats),
     }
@@ -417,7 +408,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             (out / "rl_history.json").write_text(json.dumps(history, indent=2))
             with (out / "rollouts.jsonl").open("a") as f:
                 for st in stats:
-                    f.writelines(json.dumps({"step": step, **sample}) + "\n" for sample in st.get("samples", []))
+                    f.writelines(json.dumps({"step": step, **sample}) + "\n" for sample in st["samples"])
         statuses = record["statuses"]
         total = sum(statuses.values())
         bar.update(1)
