@@ -10,7 +10,7 @@
     python engine_bench.py probe [--runs 5]             GPU: the relu kernel timed by triton.testing.do_bench
                                                         in-process (the baseline) next to the engine, with
                                                         clocks, to tell the harness's spread from the GPU's
-    python engine_bench.py scale [--small] [--only-engine] [--limit N] [--device cpu|cuda]
+    python engine_bench.py scale [--small] [--only-engine] [--limit N] [--gather default,2] [--device cpu|cuda]
                                                         the KernelBench-size suite (examples/kernelbench_scale:
                                                         every honest solution and every cheat) in one engine
                                                         batch with the defaults, then naive serial; statuses
@@ -548,6 +548,100 @@ def _naive(batch: list[dict], device: str) -> tuple[list[dict], float]:
     return results, time.perf_counter() - start
 
 
+def lock_timeline(verdicts: list[dict], start_ms: float) -> dict:
+    """The GPU lock's exclusive holds, from the verdicts' `gpu.*` phases (each timer's wall-clock
+    moments: ready, queued at the gate, holding the lock, released) and the longest shares: how
+    many drains the timers caused, how long they waited for them, how long they held the GPU."""
+    holds = {}
+    for v in verdicts:
+        phases = v.get("phases_ms") or {}
+        for who, prefix in (
+            (v.get("id") or v.get("task_id"), "gpu."),
+            (f"ref {v.get('task_id')}", "reference_timing.gpu."),
+        ):
+            if prefix + "held_at" in phases:
+                holds[who] = {
+                    k: phases[prefix + k] - start_ms for k in ("ready_at", "queued_at", "held_at", "released_at")
+                }
+    ordered = sorted(holds.values(), key=lambda h: h["queued_at"])
+    rounds, end = [], None
+    for h in ordered:  # a round: timers whose queueing overlaps the round's holds (one drain)
+        if end is None or h["queued_at"] > end:
+            rounds.append({"first_queued": h["queued_at"], "first_held": h["held_at"], "timers": 0})
+        rounds[-1]["timers"] += 1
+        end = max(end or 0.0, h["released_at"])
+        rounds[-1]["last_released"] = end
+    shares = []
+    for v in verdicts:
+        phases = v.get("phases_ms") or {}
+        for side in ("", "compare.", "reference.", "reference_timing."):
+            if side + "gpu.hold_max_ms" in phases:
+                shares.append(
+                    (phases[side + "gpu.hold_max_ms"], f"{side or 'worker.'}{v.get('id') or v.get('task_id')}")
+                )
+    return {
+        "timers": len(ordered),
+        "rounds": len(rounds),
+        "gather_s": sum(h["queued_at"] - h["ready_at"] for h in ordered) / 1000,
+        "wait_s": sum(h["held_at"] - h["queued_at"] for h in ordered) / 1000,
+        "held_s": sum(h["released_at"] - h["held_at"] for h in ordered) / 1000,
+        "drains_s": sum(r["first_held"] - r["first_queued"] for r in rounds) / 1000,
+        "gate_closed_s": sum(r["last_released"] - r["first_queued"] for r in rounds) / 1000,
+        "longest_shares": [{"ms": ms, "who": who} for ms, who in sorted(shares, reverse=True)[:8]],
+    }
+
+
+def _print_timeline(t: dict) -> None:
+    print(
+        f"  GPU lock: {t['timers']} timers in {t['rounds']} rounds; gate closed {t['gate_closed_s']:.1f} s in all, "
+        f"of which the rounds' drains {t['drains_s']:.1f} s; timers held the GPU {t['held_s']:.1f} s, waited "
+        f"{t['wait_s']:.1f} s for it and gathered {t['gather_s']:.1f} s (sums)",
+        flush=True,
+    )
+    print("  longest shares: " + ", ".join(f"{s['who']} {s['ms'] / 1000:.2f} s" for s in t["longest_shares"]))
+
+
+def _scale_engine(batch: list[dict], options: dict) -> dict:
+    """One engine over the batch, with the disk, GPU memory and host sampled: its figures."""
+    with Peak(_disk_used) as disk, Peak(_gpu_memory_mib) as gpu, HostBusy() as host:
+        start_ms, start = time.time() * 1000, time.perf_counter()
+        engine = tritium.Engine(**options)
+        verdicts = engine.evaluate([{"id": e["id"], "task": e["task"], "code": e["code"]} for e in batch])
+        engine_s = time.perf_counter() - start
+        info = engine.info()
+        del engine
+    run = {
+        "options": options,
+        "verdicts": verdicts,
+        "engine_s": engine_s,
+        "info": info,
+        "disk_peak": disk.peak[0] - disk.start[0],
+        "gpu_peak": [p - s for p, s in zip(gpu.peak, gpu.start)] if gpu.start else None,
+        "gpu_peak_used": gpu.peak,
+        "host": host,
+        "timeline": lock_timeline(verdicts, start_ms),
+    }
+    print(
+        f"engine {options}: memory waits {info.get('memory_waits')}, retries alone {info.get('memory_retries')}, "
+        f"disk waits {info.get('disk_waits')}",
+        flush=True,
+    )
+    print(f"engine: {len(batch)} items in {engine_s:.1f} s ({info['jobs']} jobs)", flush=True)
+    if run["gpu_peak"] is not None:
+        print(f"  peak GPU memory used (MiB, per GPU): {gpu.peak}, +{run['gpu_peak']} over the start", flush=True)
+    if host.shares:
+        print(f"  host CPU busy: {host.summary()}", flush=True)
+    _print_timeline(run["timeline"])
+    for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
+        print(
+            f"  {entry['id']:42} {verdict['status']:21} {(verdict.get('eval_ms') or 0) / 1000:6.1f} s "
+            f"{verdict.get('runtime_ms') or '-'} ms  {sorted({str(f.get('rule')) for f in verdict['findings']})} "
+            f"phases s { ({k: round(v / 1000, 1) for k, v in (verdict.get('phases_ms') or {}).items() if not k.endswith('_at')}) }",
+            flush=True,
+        )
+    return run
+
+
 def scale(args) -> dict:
     batch = [e for e in scale_batch(small=args.small) if not args.only or any(k in e["id"] for k in args.only)]
     batch = batch[: args.limit or None]
@@ -561,38 +655,19 @@ def scale(args) -> dict:
         f"{free_at_start / 2**30:.1f} GiB free in {tempfile.gettempdir()}",
         flush=True,
     )
-
-    with Peak(_disk_used) as disk, Peak(_gpu_memory_mib) as gpu, HostBusy() as host:
-        start = time.perf_counter()
-        engine = tritium.Engine(**options)
-        verdicts = engine.evaluate([{"id": e["id"], "task": e["task"], "code": e["code"]} for e in batch])
-        engine_s = time.perf_counter() - start
-        info = engine.info()
-        del engine
-    disk_peak = disk.peak[0] - disk.start[0]
-    gpu_peak = [p - s for p, s in zip(gpu.peak, gpu.start)] if gpu.start else None
+    # The first engine (the defaults, unless --gather says otherwise) is the one the targets judge;
+    # further --gather values run engines of their own beside it, for comparison.
+    runs = [
+        _scale_engine(batch, {**options, **({} if gather is None else {"timer_gather_s": gather})})
+        for gather in args.gather
+    ]
+    verdicts, engine_s, info = runs[0]["verdicts"], runs[0]["engine_s"], runs[0]["info"]
+    disk_peak, gpu_peak, host = runs[0]["disk_peak"], runs[0]["gpu_peak"], runs[0]["host"]
     print(
-        f"engine: memory waits {info.get('memory_waits')}, retries alone {info.get('memory_retries')}, "
-        f"disk waits {info.get('disk_waits')}",
+        f"engine (first run): {engine_s:.1f} s; peak disk +{disk_peak / 2**30:.2f} GiB "
+        f"({disk_peak / free_at_start * 100:.2f}% of the free space)",
         flush=True,
     )
-    print(
-        f"engine: {len(batch)} items in {engine_s:.1f} s ({info['jobs']} jobs); peak disk "
-        f"+{disk_peak / 2**30:.2f} GiB ({disk_peak / free_at_start * 100:.2f}% of the free space)",
-        flush=True,
-    )
-    if gpu.start:
-        print(f"  peak GPU memory used (MiB, per GPU): {gpu.peak}, +{gpu_peak} over the start", flush=True)
-    if host.shares:
-        print(f"  host CPU busy: {host.summary()}", flush=True)
-
-    for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
-        print(
-            f"  {entry['id']:42} {verdict['status']:21} {(verdict.get('eval_ms') or 0) / 1000:6.1f} s "
-            f"{verdict.get('runtime_ms') or '-'} ms  {sorted({str(f.get('rule')) for f in verdict['findings']})} "
-            f"phases s { ({k: round(v / 1000, 1) for k, v in (verdict.get('phases_ms') or {}).items()}) }",
-            flush=True,
-        )
     naive, naive_s, naive_gpu_peak = None, None, None
     if not args.only_engine:
         with Peak(_gpu_memory_mib) as naive_gpu:
@@ -664,6 +739,16 @@ def scale(args) -> dict:
         print(f"engine {engine_s:.1f} s, naive {naive_s:.1f} s: naive/engine {ratio:.2f}x (target >= 2x)")
         if ratio < 2:
             failed.append(f"engine wall {engine_s:.1f} s is more than half the naive wall {naive_s:.1f} s")
+    for r in runs[1:]:
+        wrong = sum(
+            v["status"] not in e["expect"] or (e["kind"] == "cheat" and v["status"] == "correct")
+            for e, v in zip(batch, r["verdicts"])
+        )
+        print(
+            f"other engine {r['options']}: {r['engine_s']:.1f} s"
+            + (f", naive/engine {naive_s / r['engine_s']:.2f}x" if naive_s and device != "cpu" else "")
+            + f", {wrong} verdict(s) off what was expected"
+        )
     fooled = [i["id"] for i in items if i["kind"] == "cheat" and i["naive"] == "correct"]
     if naive:
         print(f"cheats the naive harness judged correct: {len(fooled)} of {sum(i['kind'] == 'cheat' for i in items)}")
@@ -682,6 +767,17 @@ def scale(args) -> dict:
         "disk_peak_bytes": disk_peak,
         "host_cpu_busy": host.shares,
         "gpu_peak_mib": gpu_peak,
+        "timeline": runs[0]["timeline"],
+        "other_runs": [
+            {
+                "options": r["options"],
+                "engine_s": r["engine_s"],
+                "ratio": naive_s / r["engine_s"] if naive_s and device != "cpu" else None,
+                "statuses": [v["status"] for v in r["verdicts"]],
+                "timeline": r["timeline"],
+            }
+            for r in runs[1:]
+        ],
         "naive_gpu_peak_mib": naive_gpu_peak,
         "naive_fooled": fooled,
         "failed": failed,
@@ -714,6 +810,12 @@ def main() -> None:
         type=lambda s: s.split(","),
         default=[],
         help="scale: only the items whose id contains one of these (comma-separated)",
+    )
+    parser.add_argument(
+        "--gather",
+        type=lambda s: [None if g == "default" else float(g) for g in s.split(",")],
+        default=[None],
+        help="scale: timer_gather_s of each engine to run, e.g. default,2 (the first run is judged)",
     )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()

@@ -243,3 +243,70 @@ def test_a_sharer_waits_at_the_gate_for_its_gate_wait_in_all(lock_path):
         for p in (hung, timer):
             p.kill()
             p.join()
+
+
+def _busy_sharer(lock_path, log, name, seconds, start_after=0.0, hold_s=0.25):
+    """A neighbour that keeps the GPU busy: shares of hold_s, 10 ms apart, for `seconds`."""
+    time.sleep(start_after)
+    gpu, end, k = GpuLock(lock_path), time.monotonic() + seconds, 0
+    with gpu.shared():
+        while time.monotonic() < end:
+            log.put((f"{name}{k}", "in", time.monotonic()))
+            time.sleep(hold_s)
+            log.put((f"{name}{k}", "out", time.monotonic()))
+            k += 1
+            with gpu.released():
+                time.sleep(0.01)
+
+
+def _shares_inside(events: dict, begin: float, end: float) -> list:
+    return [key for key, at in events.items() if key[0].startswith("share") and key[1] == "in" and begin < at < end]
+
+
+def test_timers_ready_within_the_gather_window_time_after_one_drain(lock_path):
+    """Two neighbours keep a share on the GPU at every instant. The first timer waits, holding
+    nothing (the neighbours go on), until its window ends; the second, ready meanwhile, joins its
+    round: both time after one drain, and no share comes between them."""
+    started = time.monotonic()
+    events = _run(
+        (_busy_sharer, lock_path, "share-a", 3.0),
+        (_busy_sharer, lock_path, "share-b", 3.0, 0.12),
+        (_hold, lock_path, "exclusive", 0.1, "early", 0.3, {"gather_s": 0.8}),
+        (_hold, lock_path, "exclusive", 0.1, "late", 0.7, {"gather_s": 0.8}),
+    )
+    first, second = sorted(("early", "late"), key=lambda n: events[(n, "in")])
+    assert events[(first, "in")] - started > 1.0, "the first timer closed the gate before gathering"
+    assert _shares_inside(events, started + 0.4, started + 1.0), "the neighbours were held back meanwhile"
+    between = _shares_inside(events, events[(first, "in")], events[(second, "out")])
+    assert not between, f"a share came between the two timers of one round: {between}"
+
+
+def test_a_timer_gathers_nothing_on_a_gpu_without_sharers(lock_path):
+    gpu = GpuLock(lock_path, gather_s=3.0)
+    start = time.monotonic()
+    with gpu.exclusive() as exclusive:
+        assert exclusive
+    assert time.monotonic() - start < 0.5
+
+
+def test_a_timer_joins_a_round_already_under_way_at_once(lock_path):
+    """A gate closed by another timer ends the gathering: the late timer times in that round."""
+    events = _run(
+        (_hold, lock_path, "shared", 1.0, "trial"),
+        (_hold, lock_path, "exclusive", 0.1, "first", 0.1),
+        (_hold, lock_path, "exclusive", 0.1, "joining", 0.3, {"gather_s": 3.0}),
+    )
+    assert events[("joining", "in")] - events[("first", "out")] < 0.5
+
+
+def test_the_lock_reports_its_holds_and_the_timers_moments(lock_path):
+    gpu, phases = GpuLock(lock_path), {}
+    with gpu.shared():
+        time.sleep(0.05)
+        with gpu.exclusive():
+            pass
+    gpu.report(phases)
+    assert phases["gpu.holds"] == 2 and phases["gpu.hold_max_ms"] >= 50
+    assert phases["gpu.ready_at"] <= phases["gpu.queued_at"] <= phases["gpu.held_at"] <= phases["gpu.released_at"]
+    GpuLock(None).report(phases := {})
+    assert phases == {}

@@ -353,6 +353,7 @@ struct Engine::Impl {
             {"dir", dir.string()},
             {"lock_path", lock_path(ref_device).string()},
             {"lock_wait_s", lock_wait_s()},
+            {"timer_gather_s", options.timer_gather_s},
             {"timeout_s", kReferenceTimeoutS}};
   }
 
@@ -518,7 +519,10 @@ struct Engine::Impl {
             {"init_inputs", ref.body.value("init_inputs", Json::array())},
             {"params", ref.body.value("params", Json::array())},
             {"timing",
-             {{"enabled", options.timing}, {"lock_path", lock_path(dev).string()}, {"lock_wait_s", lock_wait_s()}}},
+             {{"enabled", options.timing},
+              {"lock_path", lock_path(dev).string()},
+              {"lock_wait_s", lock_wait_s()},
+              {"gather_s", options.timer_gather_s}}},
             {"sandbox", sandbox},
             {"timeout_s", options.timeout_s}};
   }

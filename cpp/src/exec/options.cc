@@ -24,6 +24,9 @@ std::optional<std::string> engine_options_error(const EngineOptions& options) {
     return fmt::format("unknown profile {}; use one of: {}", options.profile, fmt::join(exec::profile_names(), ", "));
   if (options.trials < 5) return fmt::format("trials {} is too few; the protocol needs at least 5", options.trials);
   if (!(options.timeout_s > 0)) return fmt::format("timeout {} s: it must be positive", options.timeout_s);
+  if (!(options.timer_gather_s >= 0 && options.timer_gather_s < options.timeout_s / 4))
+    return fmt::format("timer_gather_s {} s: it must be at least 0 and under a quarter of the timeout ({} s)",
+                       options.timer_gather_s, options.timeout_s);
   return std::nullopt;
 }
 
@@ -34,7 +37,7 @@ Result<EngineOptions> engine_options_from_json(const Json& json) {
   r.read("jobs", o.jobs).read("timeout_s", o.timeout_s).read("seed", o.seed).read("static_check", o.static_check);
   r.read("timing", o.timing).read("cache", o.cache).read("work_dir", o.work_dir).read("memory_gb", o.memory_gb);
   r.read("reference_cache_gb", o.reference_cache_gb).read("keep_files", o.keep_files);
-  r.read("unsafe_sandbox", o.unsafe_sandbox);
+  r.read("unsafe_sandbox", o.unsafe_sandbox).read("timer_gather_s", o.timer_gather_s);
   if (auto e = r.done()) return *e;
   if (auto error = engine_options_error(o)) return Error{"engine options: " + *error};
   return o;
@@ -55,7 +58,8 @@ Json to_json(const EngineOptions& o) {
           {"memory_gb", o.memory_gb},
           {"reference_cache_gb", o.reference_cache_gb},
           {"keep_files", o.keep_files},
-          {"unsafe_sandbox", o.unsafe_sandbox}};
+          {"unsafe_sandbox", o.unsafe_sandbox},
+          {"timer_gather_s", o.timer_gather_s}};
 }
 
 }  // namespace tritium

@@ -138,6 +138,10 @@ void add_engine_flags(CLI::App* app, EngineFlags& f) {
                   "Python for the runners (default: $TRITIUM_PYTHON, the python3 beside tritium, or python3)");
   app->add_flag("--no-static", f.no_static, "Skip the static verifier: only the runtime checks judge");
   app->add_flag("--no-timing", f.no_timing, "Do not time on the GPU (correctness only)");
+  app->add_option("--timer-gather", f.engine.timer_gather_s,
+                  "Seconds a candidate ready to be timed waits for others to time after the same drain of the GPU")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app->add_flag("--keep-files", f.engine.keep_files, "Keep the work directory's files (debugging)");
   app->add_flag("--unsafe-sandbox", f.engine.unsafe_sandbox,
                 "Run candidates even where the sandbox cannot be established; every verdict is marked unsafe");

@@ -355,7 +355,9 @@ def evaluate(request: dict) -> dict:
     timing = request.get("timing") or {}
     limit = request.get("timeout_s")
     give_up_at = started + float(limit) - AFTER_LOCK_WAIT_S if limit else None
-    gpu = GpuLock.for_device(device, timing.get("lock_path"), timing.get("lock_wait_s"), give_up_at)
+    gpu = GpuLock.for_device(
+        device, timing.get("lock_path"), timing.get("lock_wait_s"), give_up_at, timing.get("gather_s")
+    )
     request["deadline"] = started + float(limit) if limit else None
     if "forked_at" in request:  # fork, sandbox
         add_since(answer["phases_ms"], "startup", request["forked_at"])
@@ -374,6 +376,7 @@ def evaluate(request: dict) -> dict:
             answer["line"] = failure.line
     finally:
         _done(request.get("channel_end"))
+        gpu.report(answer["phases_ms"])
     return answer
 
 

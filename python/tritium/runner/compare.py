@@ -265,4 +265,5 @@ def compare(request: dict) -> dict:
             end.send({"abort": f"the comparer failed: {exc}"})
         raise
     answer["ok"] = True
+    gpu.report(phases)
     return answer

@@ -304,6 +304,7 @@ def _time_references(model, module, device: str, gpu: GpuLock, seed: int) -> dic
         except Exception as exc:  # noqa: BLE001 - torch.compile may fail on a valid task
             errors["compile"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         result.update(_timed_blocks(fns, fresh, device, gpu, errors, phases))
+    gpu.report(phases)
     if "eager" in errors:
         raise TaskFailure("timing", f"the reference raised while it was timed: {errors['eager']}")
     result["compile_error"] = errors.get("compile")
@@ -517,7 +518,7 @@ def reference(request: dict) -> dict:
                 params = [p.detach() for p in model.parameters()]
                 write_tensors(os.path.join(directory, "params.tt"), [(f"p{i}", p) for i, p in enumerate(params)])
             trials, warnings = _run_trials(module, model, request, filename, device, seed, phases, gpu)
-
+        gpu.report(phases)
         return {
             "ok": True,
             "init_inputs": init_inputs,
@@ -537,7 +538,9 @@ def time_reference(request: dict) -> dict:
     filename, device, seed = _start(request)
     try:
         module, model, _ = _build(request, filename, seed)
-        gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
+        gpu = GpuLock.for_device(
+            device, request.get("lock_path"), request.get("lock_wait_s"), gather_s=request.get("timer_gather_s")
+        )
         with gpu.shared():
             model = model.to(device)
         return {"ok": True, **_timing(model, module, device, gpu, seed)}

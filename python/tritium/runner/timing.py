@@ -33,6 +33,11 @@ LOCK_WAIT_S = 30.0  # a timer waits this long for exclusivity, then times anyway
 # without it: a timer waiting out a hung neighbour must not stall every candidate on the GPU
 # (normally the gate opens once the sharers drained and the queued timers timed: a second or two).
 GATE_WAIT_S = 5.0
+# A timer ready to time waits up to this long (the engine's timer_gather_s) before it closes the
+# gate, for a round of timers to gather (another timer closing it first, or the GPU free of
+# sharers, ends the wait at once): each closing of the gate drains every sharer on the GPU, and the
+# drain, not the timed calls, is what a timing costs the other jobs.
+TIMER_GATHER_S = 0.0
 # A timing is below the floor when more than this share of its calls were host-bound: then even
 # the median carries the host's launch time, which moves with whatever else the host does (on the
 # H200, one sigmoid of 64 x 1000 timed 0.041 ms in one engine run and 0.008 ms in another, 8 slots
@@ -76,6 +81,7 @@ class GpuLock:
         sync=None,
         give_up_at: float | None = None,
         gate_wait_s: float = GATE_WAIT_S,
+        gather_s: float = TIMER_GATHER_S,
     ):
         self.lock = open(lock_path) if lock_path else None  # noqa: SIM115 - held for the object's life
         self.gate = open(lock_path + ".gate") if lock_path else None  # noqa: SIM115
@@ -88,10 +94,20 @@ class GpuLock:
         # Called before the lock is let go: work this process left queued on the GPU (a side
         # stream it never waited for) must not run on into another process's timed calls.
         self._sync = sync
+        self.gather_s = gather_s
+        # What this process's holds cost the others: its shares (count, ms, the longest) and its
+        # exclusive hold's moments (wall-clock ms, comparable across processes): report() says.
+        self.record = {"holds": 0, "hold_ms": 0.0, "hold_max_ms": 0.0}
+        self._held_since = 0.0
 
     @classmethod
     def for_device(
-        cls, device: str, lock_path: str | None, wait_s: float | None = None, give_up_at: float | None = None
+        cls,
+        device: str,
+        lock_path: str | None,
+        wait_s: float | None = None,
+        give_up_at: float | None = None,
+        gather_s: float | None = None,
     ) -> "GpuLock":
         """The lock of a runner working on `device`: a no-op on the CPU; on a GPU, one that
         synchronizes the device before letting go."""
@@ -101,6 +117,7 @@ class GpuLock:
             LOCK_WAIT_S if wait_s is None else wait_s,
             sync=torch.cuda.synchronize if on_gpu else None,
             give_up_at=give_up_at,
+            gather_s=TIMER_GATHER_S if gather_s is None else gather_s,
         )
 
     def sync(self) -> None:
@@ -144,6 +161,10 @@ class GpuLock:
         self.sync()
         self.sharing = False
         fcntl.flock(self.lock, fcntl.LOCK_UN)
+        held_ms = (time.perf_counter() - self._held_since) * 1000
+        self.record["holds"] += 1
+        self.record["hold_ms"] += held_ms
+        self.record["hold_max_ms"] = max(self.record["hold_max_ms"], held_ms)
 
     def hold(self) -> None:
         """(Re)takes the share inside a `shared` scope; a no-op outside one, when held, or while
@@ -159,6 +180,7 @@ class GpuLock:
         finally:
             if gated:
                 fcntl.flock(self.gate, fcntl.LOCK_UN)
+        self._held_since = time.perf_counter()
 
     @contextlib.contextmanager
     def released(self):
@@ -179,8 +201,12 @@ class GpuLock:
         deadline = time.monotonic() + self.wait_s
         if self.give_up_at is not None:
             deadline = min(deadline, self.give_up_at)
+        self.record["ready_at"] = time.time() * 1000
+        self._gather(min(deadline, time.monotonic() + self.gather_s))
+        self.record["queued_at"] = time.time() * 1000
         queued = self._try_until(self.gate, fcntl.LOCK_SH, deadline)  # closes the gate to new sharers
         held = queued and self._try_until(self.lock, fcntl.LOCK_EX, deadline)
+        self.record["held_at"] = time.time() * 1000
         self.timing = True
         try:
             yield held
@@ -191,7 +217,31 @@ class GpuLock:
                 fcntl.flock(self.lock, fcntl.LOCK_UN)
             if queued:
                 fcntl.flock(self.gate, fcntl.LOCK_UN)
+            self.record["released_at"] = time.time() * 1000
             self.hold()
+
+    def _gather(self, until: float) -> None:
+        """Waits, holding nothing, until another timer closes the gate (this one then times in
+        that round, after the same drain), the GPU has no sharer (nothing to drain), or `until`."""
+        while time.monotonic() < until:
+            try:
+                fcntl.flock(self.gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # a timer holds the gate (or a sharer passes through it this instant)
+            try:
+                fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(self.lock, fcntl.LOCK_UN)
+                return
+            except BlockingIOError:
+                pass
+            finally:
+                fcntl.flock(self.gate, fcntl.LOCK_UN)
+            time.sleep(0.005)
+
+    def report(self, phases: dict, prefix: str = "gpu.") -> None:
+        """Adds what this process's holds of the lock were to `phases` (a verdict's phases_ms)."""
+        if self.lock is not None:
+            phases.update({prefix + name: value for name, value in self.record.items()})
 
 
 class Timer:
