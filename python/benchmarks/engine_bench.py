@@ -633,10 +633,11 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         print(f"  host CPU busy: {host.summary()}", flush=True)
     _print_timeline(run["timeline"])
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
+        phases = {k: round(v / 1000, 1) for k, v in (verdict.get("phases_ms") or {}).items() if not k.endswith("_at")}
         print(
             f"  {entry['id']:42} {verdict['status']:21} {(verdict.get('eval_ms') or 0) / 1000:6.1f} s "
             f"{verdict.get('runtime_ms') or '-'} ms  {sorted({str(f.get('rule')) for f in verdict['findings']})} "
-            f"phases s { ({k: round(v / 1000, 1) for k, v in (verdict.get('phases_ms') or {}).items() if not k.endswith('_at')}) }",
+            f"phases s {phases}",
             flush=True,
         )
     return run
