@@ -8,17 +8,20 @@ from tritium.runner import reference, timing
 from tritium.runner.timing import GpuLock
 
 
-def _run(monkeypatch, medians: dict, fails: tuple = ()):
-    """Times fns "eager" and "compile" whose k-th block's median is medians[name][k]."""
+def _run(monkeypatch, medians: dict, fails: tuple = (), device: str = "cpu", plans: list | None = None):
+    """Times fns "eager" and "compile" whose k-th block's median is medians[name][k]; each block's
+    measure() keywords go to `plans` as (name, keywords)."""
     calls, seen_inputs = {name: 0 for name in medians}, {name: [] for name in medians}
 
-    def measure(fn, fresh_inputs, device):
+    def measure(fn, fresh_inputs, device, **planned):
         name = fn
         if name in fails:
             raise RuntimeError("boom")
         k = calls[name]
         calls[name] += 1
         seen_inputs[name].append({id(fresh_inputs(j)) for j in range(5)})  # one set for the whole block
+        if plans is not None:
+            plans.append((name, planned))
         return {"stats": {"median_ms": medians[name][k]}}
 
     monkeypatch.setattr(timing, "measure", measure)
@@ -29,8 +32,26 @@ def _run(monkeypatch, medians: dict, fails: tuple = ()):
         return [object()]
 
     errors, phases = {}, {}
-    timed = reference._timed_blocks({n: n for n in medians}, fresh, "cpu", GpuLock(None), errors, phases)
+    timed = reference._timed_blocks({n: n for n in medians}, fresh, device, GpuLock(None), errors, phases)
     return timed, calls, seen_inputs, errors, phases, made
+
+
+def test_each_function_is_warmed_up_and_planned_once_then_timed_as_trusted_code(monkeypatch):
+    """On a GPU: one Timer and one warm-up per function, every block of it with the same planned
+    calls, stream times without the side-stream calibration (the reference is trusted)."""
+    warmed = []
+    monkeypatch.setattr(timing, "Timer", lambda device: f"timer-{len(warmed)}")
+    monkeypatch.setattr(timing, "warm_up_calls", lambda timer, fn, inputs: warmed.append(fn) or 40 + len(warmed))
+    plans = []
+    _run(monkeypatch, {"eager": [1.0, 1.0, 1.0], "compile": [0.5, 0.7, 0.6]}, device="cuda", plans=plans)
+    assert warmed == ["eager", "compile"]
+    assert plans == [
+        ("eager", {"calls": 41, "timer": "timer-0", "trusted": True}),
+        ("compile", {"calls": 42, "timer": "timer-1", "trusted": True}),
+        ("eager", {"calls": 41, "timer": "timer-0", "trusted": True}),
+        ("compile", {"calls": 42, "timer": "timer-1", "trusted": True}),
+        ("compile", {"calls": 42, "timer": "timer-1", "trusted": True}),
+    ]
 
 
 def test_two_agreeing_blocks_end_it_and_each_block_calls_on_one_input_set(monkeypatch):
@@ -124,3 +145,15 @@ def test_the_reference_takes_a_share_per_trial_and_lets_it_go_between_them(tmp_p
     assert len(trials) == len(held) >= 3 and all(held)  # every trial under a share
     assert len(lets_go) >= len(trials)  # ... let go after each one (and at the scope's end)
     assert _exclusive_free(lock)
+
+
+def test_trusted_timings_take_the_stream_times_without_calibration_calls():
+    """A trusted function's runtimes are its stream times, even where the device-wide end lags (no
+    round trip is timed: that would take the GPU); host-bound shares and the floor still apply."""
+    timer = object.__new__(timing.Timer)  # no CUDA here: runtimes() of trusted code needs none
+    calls = [(1.0, 1.5, False), (1.2, 1.9, False), (0.9, 1.4, True), (1.1, 1.6, False)]
+    times, info = timer.runtimes(calls, trusted=True)
+    assert times == [1.0, 1.2, 0.9, 1.1]
+    assert info == {"host_bound_share": 0.25, "timed_to": "stream", "below_floor": False}
+    _, quick = timer.runtimes([(0.01, 0.01, False)] * 3, trusted=True)
+    assert quick["below_floor"] is True

@@ -109,7 +109,7 @@ struct EngineOptions {
   std::optional<std::uint64_t> seed;    // unset: drawn afresh for each engine
   bool static_check = true;             // run the static verifier first and stop at its verdict
   bool timing = true;                   // on a GPU: time the candidate and the references
-  double timer_gather_s = 0;            // a timer ready to time waits up to this long for others to
+  double timer_gather_s = 1.5;          // a timer ready to time waits up to this long for others to
                                         // time after the same drain of the GPU's sharers (timing.py)
   std::string cache;                    // SQLite verdict cache file; empty = none
   std::string work_dir;                 // empty = a fresh temporary directory, removed afterwards

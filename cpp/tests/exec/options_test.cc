@@ -14,6 +14,7 @@ TEST(EngineOptionsFromJson, RoundTripsEveryField) {
   o.timing = false;
   o.keep_files = true;
   o.memory_gb = 2.5;
+  o.timer_gather_s = 0.25;
   auto back = engine_options_from_json(to_json(o));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(to_json(*back), to_json(o));
@@ -27,6 +28,10 @@ TEST(EngineOptionsFromJson, RefusesTyposWrongTypesAndBadValues) {
   EXPECT_EQ(engine_options_from_json(Json{{"device", "gpu"}}).error().message,
             "engine options: device 'gpu' is none of cpu, cuda, cuda:N (N a GPU's index) or auto");
   EXPECT_TRUE(engine_options_from_json(Json{{"seed", nullptr}}));  // null: drawn afresh
+  EXPECT_EQ(engine_options_from_json(Json{{"timer_gather_s", -1}}).error().message,
+            "engine options: timer_gather_s -1 s: it must be at least 0 and under a quarter of the timeout (120 s)");
+  EXPECT_FALSE(engine_options_from_json(Json{{"timer_gather_s", 5}, {"timeout_s", 10}}));  // past its wait
+  EXPECT_TRUE(engine_options_from_json(Json{{"timer_gather_s", 0}}));                      // close at once
 }
 
 }  // namespace

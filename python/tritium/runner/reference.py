@@ -259,10 +259,12 @@ def _timed_blocks(fns: dict, fresh, device: str, gpu: GpuLock, errors: dict, pha
     calls its function on one input set (made before the block, the L2 flushed before every call):
     the reference is trusted, so fresh inputs per call, which keep a candidate from reusing work,
     would only double a GPU-size task's hold with the making of its inputs. A function that raises
-    gets its error in `errors` and no timing. Phases: the wait for the hold, the hold."""
-    from .timing import measure
+    gets its error in `errors` and no timing. A function is warmed up and its calls planned once,
+    before its first block. Phases: the wait for the hold, the hold."""
+    from .timing import Timer, measure, warm_up_calls
 
     blocks = {name: [] for name in fns}
+    planned = {}  # name -> (its timer, its calls a block)
     waiting = time.perf_counter()
     with gpu.exclusive() as exclusive, phase(phases, "exclusive"):
         add_since(phases, "lock_wait", waiting)
@@ -271,7 +273,12 @@ def _timed_blocks(fns: dict, fresh, device: str, gpu: GpuLock, errors: dict, pha
                 if name in errors or (k >= 2 and _agree(blocks[name])):
                     continue
                 try:
-                    stats = measure(fn, _one_set(fresh(k)), device)["stats"]
+                    inputs = _one_set(fresh(k))
+                    if name not in planned:
+                        timer = Timer(device) if device.startswith("cuda") else None
+                        planned[name] = (timer, warm_up_calls(timer, fn, inputs) if timer else None)
+                    timer, calls = planned[name]
+                    stats = measure(fn, inputs, device, calls=calls, timer=timer, trusted=True)["stats"]
                     blocks[name].append({**stats, "exclusive": exclusive})
                 except Exception as exc:  # noqa: BLE001 - torch.compile may fail on a valid task
                     errors[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
