@@ -606,6 +606,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
     with Peak(_disk_used) as disk, Peak(_gpu_memory_mib) as gpu, HostBusy() as host:
         start_ms, start = time.time() * 1000, time.perf_counter()
         engine = tritium.Engine(**options)
+        created_s = time.perf_counter() - start
         verdicts = engine.evaluate([{"id": e["id"], "task": e["task"], "code": e["code"]} for e in batch])
         engine_s = time.perf_counter() - start
         info = engine.info()
@@ -614,6 +615,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         "options": options,
         "verdicts": verdicts,
         "engine_s": engine_s,
+        "created_s": created_s,
         "info": info,
         "disk_peak": disk.peak[0] - disk.start[0],
         "gpu_peak": [p - s for p, s in zip(gpu.peak, gpu.start)] if gpu.start else None,
@@ -626,7 +628,10 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         f"disk waits {info.get('disk_waits')}",
         flush=True,
     )
-    print(f"engine: {len(batch)} items in {engine_s:.1f} s ({info['jobs']} jobs)", flush=True)
+    print(
+        f"engine: {len(batch)} items in {engine_s:.1f} s ({info['jobs']} jobs; created in {created_s:.1f} s)",
+        flush=True,
+    )
     if run["gpu_peak"] is not None:
         print(f"  peak GPU memory used (MiB, per GPU): {gpu.peak}, +{run['gpu_peak']} over the start", flush=True)
     if host.shares:

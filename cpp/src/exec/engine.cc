@@ -178,11 +178,16 @@ std::uintmax_t timing_memory(const Json& body) {
 
 // Long-lived threads over one job queue; a job gets its worker's index. Runners' parent-death
 // signal follows the thread that started them, so runners are started only from threads like
-// these, which live as long as the engine. stop() runs what is queued, then joins.
+// these, which live as long as the engine. stop() runs what is queued, then joins. `first` runs
+// on each thread before its first job (with the thread's index).
 class WorkerPool {
  public:
-  void start(int n) {
-    for (int i = 0; i < n; ++i) threads_.emplace_back([this, i] { serve(i); });
+  void start(int n, std::function<void(int)> first = {}) {
+    for (int i = 0; i < n; ++i)
+      threads_.emplace_back([this, i, first] {
+        if (first) first(i);
+        serve(i);
+      });
   }
 
   void submit(std::function<void(int)> job) {
@@ -809,8 +814,16 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   impl->memory.emplace([room = impl->memory_budget] { return room; }, [] {}, 0);
   if (options.memory_gb <= 0) options.memory_gb = std::max(1.0, physical_gb() * 0.6 / options.jobs);
   impl->options = std::move(options);
+  // On a GPU each slot's two runners start now, beside the sandbox probe: importing torch and
+  // triton and creating CUDA contexts, 16 processes at once, took seconds of every first job.
+  std::function<void(int)> warm;
+  if (gpu)
+    warm = [slots = &impl->slots, comparers = &impl->comparers](int slot) {
+      (void)(*comparers)[slot]->ensure_started();  // a failure is reported by the slot's first job
+      (void)(*slots)[slot]->ensure_started();
+    };
+  impl->candidates.start(impl->options.jobs, warm);
   if (auto refused = impl->probe_sandbox()) return machine(*refused);
-  impl->candidates.start(impl->options.jobs);
   // Half the trusted runners at most time references, so outputs that candidates wait for still find one.
   if (impl->timed()) impl->timers.start(std::max(1, references / 2));
   impl->prefetch.start(std::max(1, references / 2));
