@@ -552,33 +552,30 @@ def lock_timeline(verdicts: list[dict], start_ms: float) -> dict:
     """The GPU lock's exclusive holds, from the verdicts' `gpu.*` phases (each timer's wall-clock
     moments: ready, queued at the gate, holding the lock, released) and the longest shares: how
     many drains the timers caused, how long they waited for them, how long they held the GPU."""
-    holds = {}
+    # A task's reference phases are copied into each of its verdicts: its hold and its shares are
+    # told apart from another task's by their recorded values, not by the verdict they came in.
+    holds, shares = {}, {}
     for v in verdicts:
         phases = v.get("phases_ms") or {}
-        for who, prefix in (
-            (v.get("id") or v.get("task_id"), "gpu."),
-            (f"ref {v.get('task_id')}", "reference_timing.gpu."),
-        ):
+        for prefix in ("gpu.", "reference_timing.gpu."):
             if prefix + "held_at" in phases:
-                holds[who] = {
+                moments = {
                     k: phases[prefix + k] - start_ms for k in ("ready_at", "queued_at", "held_at", "released_at")
                 }
+                holds[(prefix, v["candidate_id"] if prefix == "gpu." else moments["held_at"])] = moments
+        for side in ("", "compare.", "reference.", "reference_timing."):
+            if side + "gpu.hold_max_ms" in phases:
+                who = f"{side or 'worker.'}{v['candidate_id']}"
+                key = (side, phases[side + "gpu.hold_ms"]) if side.startswith("reference") else (side, who)
+                shares.setdefault(key, (phases[side + "gpu.hold_max_ms"], who))
     ordered = sorted(holds.values(), key=lambda h: h["queued_at"])
     rounds, end = [], None
     for h in ordered:  # a round: timers whose queueing overlaps the round's holds (one drain)
         if end is None or h["queued_at"] > end:
             rounds.append({"first_queued": h["queued_at"], "first_held": h["held_at"], "timers": 0})
         rounds[-1]["timers"] += 1
-        end = max(end or 0.0, h["released_at"])
+        end = h["released_at"] if end is None else max(end, h["released_at"])
         rounds[-1]["last_released"] = end
-    shares = []
-    for v in verdicts:
-        phases = v.get("phases_ms") or {}
-        for side in ("", "compare.", "reference.", "reference_timing."):
-            if side + "gpu.hold_max_ms" in phases:
-                shares.append(
-                    (phases[side + "gpu.hold_max_ms"], f"{side or 'worker.'}{v.get('id') or v.get('task_id')}")
-                )
     return {
         "timers": len(ordered),
         "rounds": len(rounds),
@@ -587,7 +584,7 @@ def lock_timeline(verdicts: list[dict], start_ms: float) -> dict:
         "held_s": sum(h["released_at"] - h["held_at"] for h in ordered) / 1000,
         "drains_s": sum(r["first_held"] - r["first_queued"] for r in rounds) / 1000,
         "gate_closed_s": sum(r["last_released"] - r["first_queued"] for r in rounds) / 1000,
-        "longest_shares": [{"ms": ms, "who": who} for ms, who in sorted(shares, reverse=True)[:8]],
+        "longest_shares": [{"ms": ms, "who": who} for ms, who in sorted(shares.values(), reverse=True)[:8]],
     }
 
 

@@ -240,10 +240,10 @@ class GpuLock:
                 fcntl.flock(self.gate, fcntl.LOCK_UN)
             time.sleep(0.005)
 
-    def report(self, phases: dict, prefix: str = "gpu.") -> None:
-        """Adds what this process's holds of the lock were to `phases` (a verdict's phases_ms)."""
+    def report(self, phases: dict) -> None:
+        """Adds what this process's holds of the lock were to `phases` (a verdict's phases_ms), as gpu.*."""
         if self.lock is not None:
-            phases.update({prefix + name: value for name, value in self.record.items()})
+            phases.update({"gpu." + name: value for name, value in self.record.items()})
 
 
 class Timer:
@@ -302,11 +302,14 @@ class Timer:
         GPU exclusively for a third of a GPU-size reference's timing."""
         host_bound = sum(h for _, _, h in calls) / len(calls)
         calls = [(s, d) for s, d, _ in calls]
+        times, info = ([s for s, _ in calls], {"timed_to": "stream"}) if trusted else self._side_streams(calls)
+        info["host_bound_share"] = host_bound
+        info["below_floor"] = host_bound > HOST_BOUND_SHARE or statistics.median(times) < FLOOR_MS
+        return times, info
+
+    def _side_streams(self, calls: list[tuple[float, float]]) -> tuple[list[float], dict]:
+        """Stream times, or device times less the host round trip where work hid on side streams."""
         stream_ms = statistics.median(s for s, _ in calls)
-        if trusted:
-            times = [s for s, _ in calls]
-            below = host_bound > HOST_BOUND_SHARE or statistics.median(times) < FLOOR_MS
-            return times, {"host_bound_share": host_bound, "timed_to": "stream", "below_floor": below}
         # Calibrated on sleeps as long as the device's work: the host then waits in the
         # synchronize as it did in the timed calls. Sleeps as long as the stream's (near zero when
         # the work is on a side stream) end before the host reaches the synchronize, so they time
@@ -314,13 +317,10 @@ class Timer:
         # the honest 0.22 ms on the H200.
         round_trip = self.round_trip(statistics.median(d for _, d in calls))
         hidden = statistics.median(d - s for s, d in calls) - round_trip
-        info = {"round_trip_ms": round_trip, "hidden_ms": max(0.0, hidden), "host_bound_share": host_bound}
+        info = {"round_trip_ms": round_trip, "hidden_ms": max(0.0, hidden)}
         if hidden > max(HIDDEN_MIN_MS, HIDDEN_SHARE * stream_ms):
-            times, info["timed_to"] = [max(s, d - round_trip) for s, d in calls], "device"
-        else:
-            times, info["timed_to"] = [s for s, _ in calls], "stream"
-        info["below_floor"] = host_bound > HOST_BOUND_SHARE or statistics.median(times) < FLOOR_MS
-        return times, info
+            return [max(s, d - round_trip) for s, d in calls], {**info, "timed_to": "device"}
+        return [s for s, _ in calls], {**info, "timed_to": "stream"}
 
 
 def stats(times: list[float]) -> dict:
