@@ -1,0 +1,45 @@
+"""engine_bench.lock_timeline: the GPU lock's rounds, drains and holds that the scale benchmark
+reports, from the gpu.* moments verdicts carry (docs/engine.md, "The lock's timeline")."""
+
+import sys
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "python" / "benchmarks"))
+import engine_bench  # noqa: E402 - the benchmark's own reporting
+
+
+def _moments(prefix: str, ready: float, queued: float, held: float, released: float) -> dict:
+    return {
+        prefix + "ready_at": ready,
+        prefix + "queued_at": queued,
+        prefix + "held_at": held,
+        prefix + "released_at": released,
+    }
+
+
+def _verdicts(origin: float) -> list[dict]:
+    """Two rounds: a candidate and its task's reference timing (copied into both of the task's
+    verdicts) after one drain; later, a second candidate alone."""
+    reference = {**_moments("reference_timing.gpu.", 0.5, 1.0, 3.0, 4.0), "reference.gpu.hold_ms": 900.0}
+    reference["reference.gpu.hold_max_ms"] = 700.0
+    first = {**_moments("gpu.", 0.0, 1.0, 2.0, 3.0), **reference, "gpu.hold_ms": 50.0, "gpu.hold_max_ms": 20.0}
+    second = {**_moments("gpu.", 9.0, 10.0, 10.5, 11.0), **reference, "gpu.hold_ms": 60.0, "gpu.hold_max_ms": 30.0}
+    shifted = [{k: v + origin if k.endswith("_at") else v for k, v in p.items()} for p in (first, second)]
+    return [{"candidate_id": "a", "phases_ms": shifted[0]}, {"candidate_id": "b", "phases_ms": shifted[1]}]
+
+
+def test_rounds_drains_and_holds_count_a_tasks_reference_once():
+    t = engine_bench.lock_timeline(_verdicts(0.0), 0.0)
+    assert (t["timers"], t["rounds"]) == (3, 2)
+    assert t["gather_s"] * 1000 == 1.0 + 0.5 + 1.0
+    assert t["drains_s"] * 1000 == 1.0 + 0.5  # each round's first queueing to its first hold
+    assert t["gate_closed_s"] * 1000 == 3.0 + 1.0
+    assert t["held_s"] * 1000 == 1.0 + 1.0 + 0.5
+    assert [s["who"] for s in t["longest_shares"]] == ["reference.a", "worker.b", "worker.a"]
+
+
+def test_the_timeline_does_not_depend_on_where_its_clock_starts():
+    """Moments are wall-clock ms since the epoch; any origin, even one after the first timer, gives the same."""
+    at_zero = engine_bench.lock_timeline(_verdicts(0.0), 0.0)
+    assert engine_bench.lock_timeline(_verdicts(1.8e12), 1.8e12 + 5.0) == at_zero
