@@ -310,3 +310,19 @@ def test_the_lock_reports_its_holds_and_the_timers_moments(lock_path):
     assert phases["gpu.ready_at"] <= phases["gpu.queued_at"] <= phases["gpu.held_at"] <= phases["gpu.released_at"]
     GpuLock(None).report(phases := {})
     assert phases == {}
+
+
+def test_a_timer_never_gathers_past_its_own_wait(lock_path):
+    """Gathering counts against the timer's wait for the lock (wait_s, give_up_at): a window longer
+    than the candidate's limit allows still ends in time, so the engine need not bound it."""
+    hung = CTX.Process(target=_hang_shared, args=(lock_path, 3.0))
+    hung.start()
+    time.sleep(0.3)
+    try:
+        start = time.monotonic()
+        with GpuLock(lock_path, wait_s=0.5, gather_s=60.0).exclusive() as exclusive:
+            assert not exclusive
+        assert time.monotonic() - start < 1.0
+    finally:
+        hung.kill()
+        hung.join()

@@ -29,9 +29,10 @@ TEST(EngineOptionsFromJson, RefusesTyposWrongTypesAndBadValues) {
             "engine options: device 'gpu' is none of cpu, cuda, cuda:N (N a GPU's index) or auto");
   EXPECT_TRUE(engine_options_from_json(Json{{"seed", nullptr}}));  // null: drawn afresh
   EXPECT_EQ(engine_options_from_json(Json{{"timer_gather_s", -1}}).error().message,
-            "engine options: timer_gather_s -1 s: it must be at least 0 and under a quarter of the timeout (120 s)");
-  EXPECT_FALSE(engine_options_from_json(Json{{"timer_gather_s", 5}, {"timeout_s", 10}}));  // past its wait
-  EXPECT_TRUE(engine_options_from_json(Json{{"timer_gather_s", 0}}));                      // close at once
+            "engine options: timer_gather_s -1 s: it must be at least 0");
+  EXPECT_TRUE(engine_options_from_json(Json{{"timer_gather_s", 0}}));  // close at once
+  // The default beside a short limit (the timer's own wait bounds its gathering).
+  EXPECT_TRUE(engine_options_from_json(Json{{"timeout_s", 0.05}}));
 }
 
 }  // namespace
