@@ -588,6 +588,36 @@ def lock_timeline(verdicts: list[dict], start_ms: float) -> dict:
     }
 
 
+def memory_use(verdicts: list[dict]) -> list[dict]:
+    """Per verdict, GiB the engine reserved on the device against the most its processes'
+    allocators held (`mem.*_mib` phases): the job (the worker in its checked trials and in its timed
+    phase, the comparer), the task's reference and its timing. CUDA contexts and the channel's
+    mapped halves are not in the measured figures. Verdicts without them (the CPU, a job that never
+    ran) are left out."""
+    sides = ("mem.", "compare.mem.", "reference.mem.", "reference_timing.mem.")
+    rows = []
+    for v in verdicts:
+        p = v.get("phases_ms") or {}
+        if "mem.job_reserved_mib" in p:
+            gib = {k.removesuffix("_mib"): round(x / 1024, 2) for k, x in p.items() if k.startswith(sides)}
+            rows.append({"id": v["candidate_id"], **gib})
+    return rows
+
+
+def _print_memory(rows: list[dict]) -> None:
+    if rows:
+        print("  device memory, GiB: reserved by the engine / its processes' peaks", flush=True)
+    for r in rows:
+        checked, timed, comparer = r.get("mem.checked", 0), r.get("mem.timed", 0), r.get("compare.mem.peak", 0)
+        print(
+            f"    {r['id']:8} job {r['mem.job_reserved']:6.1f} / {max(checked, timed) + comparer:6.1f} "
+            f"(worker checked {checked:.1f}, timed {timed:.1f}; comparer {comparer:.1f})  "
+            f"reference {r.get('reference.mem.reserved', 0):5.1f} / {r.get('reference.mem.peak', 0):5.1f}  "
+            f"timing {r.get('reference_timing.mem.reserved', 0):5.1f} / {r.get('reference_timing.mem.peak', 0):5.1f}",
+            flush=True,
+        )
+
+
 def _print_timeline(t: dict) -> None:
     print(
         f"  GPU lock: {t['timers']} timers in {t['rounds']} rounds; gate closed {t['gate_closed_s']:.1f} s in all, "
@@ -619,6 +649,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         "gpu_peak_used": gpu.peak,
         "host": host,
         "timeline": lock_timeline(verdicts, start_ms),
+        "memory": memory_use(verdicts),
     }
     print(
         f"engine {options}: memory waits {info.get('memory_waits')}, retries alone {info.get('memory_retries')}, "
@@ -634,6 +665,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
     if host.shares:
         print(f"  host CPU busy: {host.summary()}", flush=True)
     _print_timeline(run["timeline"])
+    _print_memory(run["memory"])
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
         phases = {k: round(v / 1000, 1) for k, v in (verdict.get("phases_ms") or {}).items() if not k.endswith("_at")}
         print(
@@ -771,6 +803,7 @@ def scale(args) -> dict:
         "host_cpu_busy": host.shares,
         "gpu_peak_mib": gpu_peak,
         "timeline": runs[0]["timeline"],
+        "memory": runs[0]["memory"],
         "other_runs": [
             {
                 "options": r["options"],

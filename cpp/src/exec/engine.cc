@@ -156,24 +156,36 @@ bool out_of_memory(std::string_view text) {
          text.find("CUBLAS_STATUS_ALLOC_FAILED") != std::string_view::npos;
 }
 
-// What a job holds on its device at its peak, both sides together, phase by phase (the worker
-// empties its allocator's cache between phases): in the checked trials the worker a set of inputs,
-// the same made again (the mutation check) and its outputs, or the inputs and the poisoned
-// scratch (two output sets), while the comparer makes a set's inputs and expected outputs; in the
-// timed calls the worker one call's fresh inputs, its outputs and three held spot outputs. Plus
-// the parameters on both sides, CUDA contexts and the comparer's chunk scratch.
+// What a process holds at most while it makes a set's inputs and expected outputs, as the task's
+// reference measured them on the device: the draw (the task's get_inputs() and the redraw, which
+// writes into the task's tensors with a byte an element of scratch) or the inputs beside a forward
+// (its outputs and temporaries). Unmeasured (the CPU): the inputs, half as much again, and the outputs.
+std::uintmax_t making_bytes(const Json& body) {
+  const std::uintmax_t in = largest_set(body, "inputs"), out = largest_set(body, "outputs");
+  const std::uintmax_t drawn = std::max(body.value("draw_bytes", std::uintmax_t{0}), in + in / 2);
+  return std::max(drawn, in + std::max(body.value("forward_bytes", std::uintmax_t{0}), out));
+}
+
+// What a job holds on its device at its peak, both sides together, phase by phase (each process
+// empties its allocator's cache between phases, measured on the H200 with the mem.* phases):
+// - the mutation check: the worker's inputs and outputs while it makes the inputs again;
+// - the spot sets crossing after the timed calls: the worker's three spot outputs while the
+//   comparer makes a set's expected outputs (a checked set crossing holds one output less);
+// - the poisoned scratch: the worker's inputs and two output sets.
+// Plus the parameters on both sides, CUDA contexts and the channel's device halves.
 std::uintmax_t job_memory(const Json& body, bool gpu) {
   const std::uintmax_t params = set_bytes(body.value("params", Json::array()));
   const std::uintmax_t in = largest_set(body, "inputs"), out = largest_set(body, "outputs");
-  const std::uintmax_t peak = std::max({3 * in + 2 * out, 2 * in + 3 * out, in + 4 * out});
+  const std::uintmax_t making = making_bytes(body);
+  const std::uintmax_t peak = std::max({in + out + making, 3 * out + making, in + 2 * out});
   return 2 * params + peak + (gpu ? (std::uintmax_t{3} << 30) + channel_device_bytes(body) : std::uintmax_t{1} << 28);
 }
 
-// What a task's reference timing holds: the parameters, a block's one input set, a call's outputs
-// and the compiled model's own buffers (about an output set), and a context.
+// What a task's reference timing holds: the parameters, a block's input set made beside a forward
+// of the eager model, the compiled model's own buffers (about a forward's), the L2 flush and a context.
 std::uintmax_t timing_memory(const Json& body) {
-  return set_bytes(body.value("params", Json::array())) + largest_set(body, "inputs") +
-         2 * largest_set(body, "outputs") + (std::uintmax_t{1} << 30);
+  const std::uintmax_t forward = std::max(body.value("forward_bytes", std::uintmax_t{0}), largest_set(body, "outputs"));
+  return set_bytes(body.value("params", Json::array())) + making_bytes(body) + forward + (std::uintmax_t{1} << 30);
 }
 
 // Long-lived threads over one job queue; a job gets its worker's index. Runners' parent-death
@@ -322,6 +334,23 @@ struct Engine::Impl {
                             {"versions", versions()}});
   }
 
+  // Starts a trusted runner before its first request, unless a request has it already (which
+  // starts it itself); from a thread that lives as long as the engine (the parent-death signal).
+  void warm_trusted(exec::Runner* runner) {
+    {
+      std::lock_guard lock(trusted_mutex);
+      auto it = std::find(idle_trusted.begin(), idle_trusted.end(), runner);
+      if (it == idle_trusted.end()) return;
+      idle_trusted.erase(it);
+    }
+    (void)runner->ensure_started();  // a failure is met again by the request that gets it
+    {
+      std::lock_guard lock(trusted_mutex);
+      idle_trusted.push_back(runner);
+    }
+    trusted_free.notify_one();
+  }
+
   exec::Reply call_trusted(const Json& request, double timeout_s) {
     exec::Runner* runner = nullptr;
     {
@@ -369,8 +398,10 @@ struct Engine::Impl {
     Json request = task_request("reference", task, dir);
     request.update({{"trials", options.trials}, {"atol", tol.atol}});
     exec::Reply reply;
+    std::uintmax_t reserved = 0;
     for (const bool alone : {false, true}) {
-      const auto room = memory->enter(alone ? memory_budget : reference_memory(task));
+      reserved = alone ? memory_budget : reference_memory(task);
+      const auto room = memory->enter(reserved);
       reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
       if (alone ||
           !out_of_memory(reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string()) : reply.detail))
@@ -388,13 +419,18 @@ struct Engine::Impl {
     } else {
       ref.ok = true;
       ref.body = reply.body;
+      if (ref.body.contains("phases_ms") && ref.body["phases_ms"].is_object())  // beside its measured peak
+        ref.body["phases_ms"]["mem.reserved_mib"] = static_cast<double>(reserved) / (1 << 20);
     }
     return ref;
   }
 
   // What a reference holds on its device at peak, from the task run on the meta device: a trial's
-  // tensors, their float64 twins for the conditioning check, a fallback's. Unknown (a task whose
-  // code does not run there): nothing reserved.
+  // tensors, their float64 twins for the conditioning check, and the allocator's cached blocks
+  // between them (a 6 GiB elementwise task peaked at 46.5 GiB, 7.75 sets, H200 2026-12-04). A task
+  // whose forward or get_inputs() makes temporaries of its tensors' size needs more (an MSE loss
+  // over 2 x 4 GiB peaked at 49 GiB): out of memory beside other jobs, it runs again alone.
+  // Unknown (a task whose code does not run there): nothing reserved.
   std::uintmax_t reference_memory(const Task& task) {
     const exec::Reply reply = call_trusted(task_request("footprint", task, work), 120);
     if (reply.kind != exec::Reply::Kind::ok || !reply.body.value("ok", false) || !reply.body["bytes"].is_number())
@@ -430,14 +466,19 @@ struct Engine::Impl {
       if (!timings.emplace(key, timing->get_future().share()).second) return;  // timed before a trim
     }
     timers.submit([this, timing, ref, request = task_request("time_reference", task, ref->dir)](int) {
-      const auto room = memory->enter(timing_memory(ref->body));
+      const std::uintmax_t reserved = timing_memory(ref->body);
+      const auto room = memory->enter(reserved);
       const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
       // A reference that cannot be timed leaves its candidates untimed, with the reason.
-      if (reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false))
-        timing->set_value(reply.body.value("timing", Json()));
-      else
+      if (reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false)) {
+        Json timed = reply.body.value("timing", Json());
+        if (timed.is_object() && timed.contains("phases_ms") && timed["phases_ms"].is_object())
+          timed["phases_ms"]["mem.reserved_mib"] = static_cast<double>(reserved) / (1 << 20);
+        timing->set_value(std::move(timed));
+      } else {
         timing->set_value(Json{
             {"error", reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string()) : reply.detail}});
+      }
     });
   }
 
@@ -576,8 +617,10 @@ struct Engine::Impl {
       const Verdict unjudged = v;
       for (const bool alone : {false, true}) {
         since("engine.prepare");
-        const auto room = memory->enter(alone ? memory_budget : job_memory(ref.body, device == "cuda"));
+        const std::uintmax_t reserved = alone ? memory_budget : job_memory(ref.body, device == "cuda");
+        const auto room = memory->enter(reserved);
         since("engine.admission");
+        engine_phases["mem.job_reserved_mib"] = static_cast<double>(reserved) / (1 << 20);
         auto [reply, comparison] = run_job(slot, task, ref, *job, *channel);
         since("engine.job");
         exec::judge(reply, comparison, ref.body, v);
@@ -816,11 +859,14 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   impl->options = std::move(options);
   // On a GPU each slot's two runners start now, beside the sandbox probe: importing torch and
   // triton and creating CUDA contexts, 16 processes at once, took seconds of every first job.
+  // The trusted runners too, first: a batch's references, computed before any candidate can run,
+  // waited seconds for runners started at their first request beside the 16 (H200, 2026-12-04).
   std::function<void(int)> warm;
   if (gpu)
-    warm = [slots = &impl->slots, comparers = &impl->comparers](int slot) {
-      (void)(*comparers)[slot]->ensure_started();  // a failure is reported by the slot's first job
-      (void)(*slots)[slot]->ensure_started();
+    warm = [impl = impl.get()](int slot) {
+      if (slot > 0 && slot < static_cast<int>(impl->trusted.size())) impl->warm_trusted(impl->trusted[slot].get());
+      (void)impl->comparers[slot]->ensure_started();  // a failure is reported by the slot's first job
+      (void)impl->slots[slot]->ensure_started();
     };
   impl->candidates.start(impl->options.jobs, warm);
   if (auto refused = impl->probe_sandbox()) return machine(*refused);

@@ -22,7 +22,7 @@ from .channel import ChannelError
 from .monitor import Monitor, install_launch_hook, recording
 from .phases import add_since, phase
 from .reference import spot_spec
-from .tasks import load_module, release_cached, source_line, synchronize
+from .tasks import load_module, note_peak, release_cached, source_line, synchronize
 from .tensorfile import read_tensors
 from .timing import GpuLock
 
@@ -402,8 +402,10 @@ def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: 
     with phase(phases, "checked"):
         answer["trials"] = _checked_trials(model, request["task_module"], request, monitor, filename, gpu, phases)
     release_cached(device)
+    note_peak(phases, "checked", device)
     request["kernels"] = kernels
     answer["timed"] = _timed_phase(model, request, monitor, filename, gpu, phases)
+    note_peak(phases, "timed", device)
     answer["ok"] = True
 
 

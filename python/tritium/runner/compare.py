@@ -25,7 +25,7 @@ from . import inputs as trial_inputs
 from . import reference
 from .channel import ChannelError, ComparerEnd
 from .phases import add_since, phase
-from .tasks import TaskFailure, release_cached, synchronize
+from .tasks import TaskFailure, note_peak, release_cached, synchronize
 from .timing import GpuLock
 
 CHUNK = 1 << 24  # elements compared at once: bounded scratch memory whatever the tensor's size
@@ -266,4 +266,5 @@ def compare(request: dict) -> dict:
         raise
     answer["ok"] = True
     gpu.report(phases)
+    note_peak(phases, "peak", device)
     return answer

@@ -7,7 +7,9 @@ the task's own inputs, e.g. log of a negative) falls back to its absolute value,
 task's own distribution; the trial records what it used.
 """
 
+import collections
 import hashlib
+import math
 import random
 import sys
 
@@ -31,23 +33,47 @@ def plan(trials: int) -> list[dict]:
     ]
 
 
-def redraw(tensor: torch.Tensor, distribution: str, generator: torch.Generator) -> torch.Tensor:
+def redraw(tensor: torch.Tensor, distribution: str, generator: torch.Generator, alone: bool = False) -> torch.Tensor:
+    """`tensor`'s values drawn again from `distribution`, written into the tensor itself when it is
+    `alone` (no other input shares its memory) and owns all of it: the task's draw and the new one
+    then never coexist, nor do temporaries of its size (drawn out of place, a 6 GiB "wide" set held
+    four sets at once, and every process making GPU-size inputs peaked at about twice what the
+    engine reserved for it, H200 2026-12-04). Otherwise (a view, shared memory, requires grad) the
+    values go to a fresh tensor."""
     if not tensor.is_floating_point() or distribution == "task":
         return tensor
-    shape, dtype, device = tensor.shape, tensor.dtype, generator.device
+    values = (
+        tensor
+        if alone and _owns_memory(tensor)
+        else torch.empty(tensor.shape, dtype=tensor.dtype, device=tensor.device)
+    )
+    _fill(values, distribution, generator)
+    return values
+
+
+def _owns_memory(tensor: torch.Tensor) -> bool:
+    return (
+        not tensor.requires_grad
+        and tensor.is_contiguous()
+        and tensor.storage_offset() == 0
+        and tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size()
+    )
+
+
+def _fill(values: torch.Tensor, distribution: str, generator: torch.Generator) -> None:
     if distribution == "normal":
-        values = torch.randn(shape, generator=generator, device=device)
+        values.normal_(generator=generator)
     elif distribution == "signed_uniform":
-        values = torch.rand(shape, generator=generator, device=device).mul_(4).sub_(2)
-    elif distribution == "wide":
-        magnitude = torch.pow(10.0, torch.rand(shape, generator=generator, device=device).mul_(4).sub_(2))
-        negative = torch.rand(shape, generator=generator, device=device) < 0.5
-        values = torch.where(negative, -magnitude, magnitude)
+        values.uniform_(-2, 2, generator=generator)
+    elif distribution == "wide":  # sign x 10^U[-2, 2): one byte of scratch per element for the sign
+        values.uniform_(-2, 2, generator=generator).mul_(math.log(10.0)).exp_()
+        sign = torch.empty(values.shape, dtype=torch.int8, device=values.device).random_(0, 2, generator=generator)
+        values.mul_(sign.mul_(2).sub_(1))
     elif distribution.endswith("_abs"):
-        values = redraw(tensor, distribution.removesuffix("_abs"), generator).abs()
+        _fill(values, distribution.removesuffix("_abs"), generator)
+        values.abs_()
     else:
         raise ValueError(f"unknown distribution {distribution!r}")
-    return values.to(dtype)
 
 
 def _seed_everything(seed: int) -> None:
@@ -72,7 +98,13 @@ def draw(get_inputs, seed: int, distribution: str, device: str = "cpu") -> list:
         raise TypeError(f"get_inputs() returned {type(inputs).__name__}; expected a list of inputs")
     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
     generator = torch.Generator(device=device).manual_seed(seed ^ 0x5EED)
-    return [redraw(x, distribution, generator) if isinstance(x, torch.Tensor) else x for x in inputs]
+    memory = collections.Counter(x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor))
+    return [
+        redraw(x, distribution, generator, alone=memory[x.untyped_storage().data_ptr()] == 1)
+        if isinstance(x, torch.Tensor)
+        else x
+        for x in inputs
+    ]
 
 
 def planned(trial: dict) -> dict:

@@ -18,7 +18,17 @@ import torch
 
 from . import inputs as trial_inputs
 from .phases import add_since, phase
-from .tasks import TaskFailure, describe, flatten_outputs, load_module, release_cached, require, run_stage
+from .tasks import (
+    TaskFailure,
+    allocation_above,
+    describe,
+    flatten_outputs,
+    load_module,
+    note_peak,
+    release_cached,
+    require,
+    run_stage,
+)
 from .tensorfile import write_tensors
 from .timing import GpuLock
 
@@ -161,8 +171,12 @@ def _trial(
     phases = {} if phases is None else phases
     for distribution in trial_inputs.fallbacks(spec["distribution"]):
         with phase(phases, "forward"):
-            values = trial_inputs.trial_values(module, {**spec, "distribution": distribution}, seed, device)
-            outputs = _forward(model, values, spec["mode"], device)
+            values, drawn = allocation_above(
+                device, trial_inputs.trial_values, module, {**spec, "distribution": distribution}, seed, device
+            )
+            outputs, needed = allocation_above(device, _forward, model, values, spec["mode"], device)
+            phases["draw_bytes"] = max(phases.get("draw_bytes", 0), drawn)
+            phases["forward_bytes"] = max(phases.get("forward_bytes", 0), needed)
         if distribution == "task":
             with phase(phases, "float64"):
                 well, errors = _conditioning(
@@ -273,6 +287,7 @@ def _timed_blocks(fns: dict, fresh, device: str, gpu: GpuLock, errors: dict, pha
                 if name in errors or (k >= 2 and _agree(blocks[name])):
                     continue
                 try:
+                    inputs = None  # the last block's set goes before this one's is made: one set at a time
                     inputs = _one_set(fresh(k))
                     if name not in planned:
                         timer = Timer(device) if device.startswith("cuda") else None
@@ -526,12 +541,18 @@ def reference(request: dict) -> dict:
                 write_tensors(os.path.join(directory, "params.tt"), [(f"p{i}", p) for i, p in enumerate(params)])
             trials, warnings = _run_trials(module, model, request, filename, device, seed, phases, gpu)
         gpu.report(phases)
+        note_peak(phases, "peak", device)
         return {
             "ok": True,
             "init_inputs": init_inputs,
             "params": describe(params),
             "trials": trials,
             "spots": SPOT_SETS,
+            # The most a trial's draw of inputs and a forward (outputs, temporaries) allocated at
+            # once: what the engine reserves for the processes that make sets again (0: not measured,
+            # off the GPU). A task's get_inputs() may draw through temporaries of its own.
+            "draw_bytes": phases.pop("draw_bytes", 0),
+            "forward_bytes": phases.pop("forward_bytes", 0),
             "warnings": sorted(set(warnings)),
             "phases_ms": phases,
         }
@@ -559,4 +580,5 @@ def _timing(model, module, device: str, gpu: GpuLock, seed: int) -> dict:
     start = time.perf_counter()
     timing = _time_references(model, module, device, gpu, seed)
     timing["seconds"] = time.perf_counter() - start
+    note_peak(timing["phases_ms"], "peak", device)
     return {"timing": timing, "device_name": torch.cuda.get_device_name()}

@@ -92,6 +92,35 @@ def release_cached(device: str) -> None:
         torch.cuda.empty_cache()
 
 
+_reserved_peak = 0  # the most the allocator reserved since the last note, kept across allocation_above()
+
+
+def note_peak(phases: dict, name: str, device: str) -> None:
+    """phases["mem.<name>_mib"]: the most device memory this process's allocator held since the last
+    note (its CUDA context and memory mapped outside torch not counted), then a fresh count. What the
+    engine reserves for a job or reference (engine.cc) is checked against these."""
+    global _reserved_peak
+    if device.startswith("cuda"):
+        phases[f"mem.{name}_mib"] = max(_reserved_peak, torch.cuda.max_memory_reserved()) / 2**20
+        _reserved_peak = 0
+        torch.cuda.reset_peak_memory_stats()
+
+
+def allocation_above(device: str, fn, *args) -> tuple[object, int]:
+    """(fn(*args), the most bytes allocated at once during the call beyond those allocated before it):
+    what a forward needs for its outputs and temporaries. 0 off the GPU."""
+    global _reserved_peak
+    if not device.startswith("cuda"):
+        return fn(*args), 0
+    _reserved_peak = max(_reserved_peak, torch.cuda.max_memory_reserved())
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    result = fn(*args)
+    peak = torch.cuda.max_memory_allocated() - before
+    _reserved_peak = max(_reserved_peak, torch.cuda.max_memory_reserved())
+    return result, peak
+
+
 def _timed_forward(model, inputs, device: str) -> tuple[object, float]:
     """One warm-up call, then the median of TIMED_RUNS calls, in milliseconds."""
     out = model(*inputs)
