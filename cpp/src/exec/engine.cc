@@ -334,16 +334,18 @@ struct Engine::Impl {
                             {"versions", versions()}});
   }
 
-  // Starts a trusted runner before its first request, unless a request has it already (which
-  // starts it itself); from a thread that lives as long as the engine (the parent-death signal).
-  void warm_trusted(exec::Runner* runner) {
-    {
-      std::lock_guard lock(trusted_mutex);
-      auto it = std::find(idle_trusted.begin(), idle_trusted.end(), runner);
-      if (it == idle_trusted.end()) return;
-      idle_trusted.erase(it);
-    }
-    (void)runner->ensure_started();  // a failure is met again by the request that gets it
+  // Trusted runner `i`, taken out of the idle ones (null when a request has it, which starts it
+  // itself), to be started ahead of its first request, and given back.
+  exec::Runner* claim_idle_trusted(std::size_t i) {
+    if (i >= trusted.size()) return nullptr;
+    std::lock_guard lock(trusted_mutex);
+    auto it = std::find(idle_trusted.begin(), idle_trusted.end(), trusted[i].get());
+    if (it == idle_trusted.end()) return nullptr;
+    idle_trusted.erase(it);
+    return trusted[i].get();
+  }
+
+  void return_trusted(exec::Runner* runner) {
     {
       std::lock_guard lock(trusted_mutex);
       idle_trusted.push_back(runner);
@@ -364,11 +366,7 @@ struct Engine::Impl {
       reply = {exec::Reply::Kind::died, nullptr, error->message};
     else
       reply = runner->call(request, timeout_s);
-    {
-      std::lock_guard lock(trusted_mutex);
-      idle_trusted.push_back(runner);
-    }
-    trusted_free.notify_one();
+    return_trusted(runner);
     return reply;
   }
 
@@ -859,14 +857,17 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   impl->options = std::move(options);
   // On a GPU each slot's two runners start now, beside the sandbox probe: importing torch and
   // triton and creating CUDA contexts, 16 processes at once, took seconds of every first job.
-  // The trusted runners too, first: a batch's references, computed before any candidate can run,
-  // waited seconds for runners started at their first request beside the 16 (H200, 2026-12-04).
+  // The trusted runners too: a batch's references, computed before any candidate can run, waited
+  // seconds for runners started at their first request. A slot's runners start side by side: one
+  // after the other, a slot took 6-11 s to take its first job (H200, 2026-12-04).
   std::function<void(int)> warm;
   if (gpu)
     warm = [impl = impl.get()](int slot) {
-      if (slot > 0 && slot < static_cast<int>(impl->trusted.size())) impl->warm_trusted(impl->trusted[slot].get());
-      (void)impl->comparers[slot]->ensure_started();  // a failure is reported by the slot's first job
-      (void)impl->slots[slot]->ensure_started();
+      std::vector<exec::Runner*> runners{impl->comparers[slot].get(), impl->slots[slot].get()};
+      exec::Runner* trusted = slot > 0 ? impl->claim_idle_trusted(slot) : nullptr;
+      if (trusted) runners.push_back(trusted);
+      exec::Runner::start_together(runners);  // a failure is reported by the slot's first job
+      if (trusted) impl->return_trusted(trusted);
     };
   impl->candidates.start(impl->options.jobs, warm);
   if (auto refused = impl->probe_sandbox()) return machine(*refused);

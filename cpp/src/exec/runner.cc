@@ -67,7 +67,21 @@ std::string Runner::log_tail() const {
 }
 
 std::optional<Error> Runner::ensure_started() {
-  if (child_.pid > 0 && process::try_reap(child_) < 0) return std::nullopt;
+  if (running()) return std::nullopt;
+  if (auto error = spawn()) return error;
+  return await_hello();
+}
+
+void Runner::start_together(const std::vector<Runner*>& runners) {
+  std::vector<Runner*> spawned;
+  for (Runner* runner : runners)
+    if (!runner->running() && !runner->spawn()) spawned.push_back(runner);
+  for (Runner* runner : spawned) (void)runner->await_hello();  // an error is met again by the first call
+}
+
+bool Runner::running() { return child_.pid > 0 && process::try_reap(child_) < 0; }
+
+std::optional<Error> Runner::spawn() {
   stop();
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
@@ -92,7 +106,10 @@ std::optional<Error> Runner::ensure_started() {
         fmt::format("{}; set TRITIUM_PYTHON to a Python with tritium and torch installed", child.error().message)};
   }
   child_ = *child;
+  return std::nullopt;
+}
 
+std::optional<Error> Runner::await_hello() {
   std::string payload;
   const auto status = read_frame(channel_, deadline_after(kStartupTimeoutS), payload);
   if (status == ReadStatus::ok) {

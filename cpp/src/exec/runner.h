@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tritium/exec.h"
 #include "tritium/process.h"
@@ -28,6 +29,10 @@ class Runner {
 
   /// Starts the runner if it is not running; the error says how to fix the environment.
   std::optional<Error> ensure_started();
+  /// Starts those of `runners` not running side by side (their Pythons import torch at once, not
+  /// one after the other) and waits for all; a runner that fails to start is left stopped, for its
+  /// first call's ensure_started() to report.
+  static void start_together(const std::vector<Runner*>& runners);
   /// Sends one request and waits up to `timeout_s` for its answer.
   Reply call(const Json& request, double timeout_s);
   void stop();
@@ -36,6 +41,9 @@ class Runner {
 
  private:
   std::string log_tail() const;
+  bool running();
+  std::optional<Error> spawn();        // the process, its channel and log
+  std::optional<Error> await_hello();  // its first frame, which says it is ready
 
   RunnerOptions options_;
   process::Child child_;

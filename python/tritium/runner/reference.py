@@ -110,6 +110,7 @@ def _conditioning(model64, values: list, outputs: list, mode: str, device: str, 
     atol *= CONDITION_MARGIN
     if model64 is None:
         return True, []
+    release_cached(device)  # the draw's and the forward's freed blocks: the twin's tensors are twice as large
     try:
         values64 = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
         exact = _forward(model64, values64, mode, device)
