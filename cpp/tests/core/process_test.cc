@@ -84,7 +84,7 @@ bool gone_within(const std::filesystem::path& p, double seconds) {
 }
 
 std::filesystem::path filled_dir(const std::string& name) {
-  const std::filesystem::path dir = ::testing::TempDir() + "/" + name;
+  const std::filesystem::path dir = ::testing::TempDir() + "/tritium-process-test-" + name;
   std::filesystem::create_directories(dir / "a" / "b");
   std::ofstream(dir / "a" / "b" / "file") << "data";
   return dir;

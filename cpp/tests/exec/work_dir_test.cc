@@ -14,8 +14,10 @@ namespace fs = std::filesystem;
 namespace tritium::exec {
 namespace {
 
+// Named after this test: a plain name ("fresh") in /tmp removed whatever else was there (a fresh
+// clone of this repository, under test).
 fs::path fresh_parent(const std::string& name) {
-  const fs::path parent = fs::path(::testing::TempDir()) / name;
+  const fs::path parent = fs::path(::testing::TempDir()) / ("tritium-work-dir-test-" + name);
   fs::remove_all(parent);
   fs::create_directories(parent);
   return parent;
