@@ -136,14 +136,12 @@ std::size_t channel_bytes(const Json& body) {
 }
 
 // On a GPU the halves can be device memory (the comparer's, mapped by the worker): each the largest
-// output set in whole 2 MiB pages (the driver's usual granularity) up to 1 GiB. Each chunk costs
-// both sides a wait on the device, which beside other jobs' processes waits for its time slice:
-// a 6 GiB set in 256 MiB chunks took 0.18 s to cross in the engine against 27 ms alone (H200,
-// 2026-12-04); in 1 GiB chunks, 6 waits a set instead of 24.
+// output set in whole 2 MiB pages (the driver's usual granularity) up to 256 MiB. Copies on the
+// device are cheap, so a larger half only saves round trips of the pipes.
 std::size_t channel_device_bytes(const Json& body) {
   constexpr std::size_t page = 2u << 20;
   const std::size_t half =
-      std::clamp<std::size_t>((largest_set(body, "outputs") + page - 1) / page * page, page, std::size_t{1} << 30);
+      std::clamp<std::size_t>((largest_set(body, "outputs") + page - 1) / page * page, page, 256u << 20);
   return 2 * half;
 }
 
