@@ -520,13 +520,19 @@ def _gpu_memory_mib() -> list[int]:
     return [int(line) for line in out.stdout.split()] if out.returncode == 0 else []
 
 
+# What either side imports (the engine's runners also torch._dynamo, imported before they fork).
+WARM_IMPORTS = "import torch, triton, triton.language, torch._dynamo, tritium.runner.candidate, tritium.runner.compare"
+
+
 def _warm_file_cache(device: str) -> float:
-    """Imports torch and triton in a throwaway process (and makes a CUDA context), so that neither
-    side of the comparison pays for reading them from a cold disk: whichever ran first did (the
-    engine's creation took 17.3 s on a fresh H200 machine, 4-6 s on a warm one). Seconds taken."""
+    """Imports what both sides import in a throwaway process (and makes a CUDA context), so that
+    neither pays for reading them from a cold disk: whichever ran first did (the engine's creation
+    took 12-17 s as the first engine of a call on the H200 machine, 5.5 s as the second). Seconds."""
     began = time.perf_counter()
     make = "torch.zeros(1, device='cuda')" if device == "cuda" else "None"
-    subprocess.run([sys.executable, "-c", f"import torch, triton; {make}"], check=False, capture_output=True)
+    done = subprocess.run([sys.executable, "-c", f"{WARM_IMPORTS}; {make}"], capture_output=True, text=True)
+    if done.returncode != 0:  # the comparison would then depend on which side ran first again
+        raise RuntimeError(f"warming the file cache failed: {done.stderr.strip()[-300:]}")
     return time.perf_counter() - began
 
 
