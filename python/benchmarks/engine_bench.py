@@ -526,8 +526,8 @@ WARM_IMPORTS = "import torch, triton, triton.language, torch._dynamo, tritium.ru
 
 def _warm_file_cache(device: str) -> float:
     """Imports what both sides import in a throwaway process (and makes a CUDA context), so that
-    neither pays for reading them from a cold disk: whichever ran first did (the engine's creation
-    took 12-17 s as the first engine of a call on the H200 machine, 5.5 s as the second). Seconds."""
+    neither pays for reading them from a cold disk, whichever runs first. (It does not explain why
+    the first engine created on a fresh H200 machine took 12-17 s, the second 5.5 s.) Seconds."""
     began = time.perf_counter()
     make = "torch.zeros(1, device='cuda')" if device == "cuda" else "None"
     done = subprocess.run([sys.executable, "-c", f"{WARM_IMPORTS}; {make}"], capture_output=True, text=True)
