@@ -447,9 +447,10 @@ AGREEMENT = 0.05  # an honest kernel's engine runtime against do_bench's (issue 
 AGREEMENT_FROM_MS = 0.1  # kernels above this; quicker ones are marked below the floor or not
 
 
-def _disagreements(items: list[dict]) -> list[str]:
+def _disagreements(items: list[dict], beside: dict | None = None) -> list[str]:
     """Honest kernels over AGREEMENT_FROM_MS whose engine runtime is more than AGREEMENT from the
-    naive harness's do_bench, unless the verdict marked it below the timing floor (noise by design)."""
+    naive harness's do_bench, unless the verdict marked it below the timing floor (noise by design);
+    `beside`: CUDA contexts made during each candidate's exclusive hold (lock_timeline)."""
     out = []
     for item in items:
         engine_ms, naive_ms = item["runtime_ms"], item["naive_runtime_ms"]
@@ -459,8 +460,10 @@ def _disagreements(items: list[dict]) -> list[str]:
         if abs(off) > AGREEMENT and not item["below_timing_floor"]:
             stats = item.get("runtime_stats") or {}
             seen = {k: stats.get(k) for k in ("exclusive", "host_bound_share", "cv") if k in stats}
+            made = (beside or {}).get(item["id"], 0)
             out.append(
-                f"{item['id']}: timed {engine_ms:.3f} ms against do_bench's {naive_ms:.3f} ms ({off:+.1%}; {seen})"
+                f"{item['id']}: timed {engine_ms:.3f} ms against do_bench's {naive_ms:.3f} ms ({off:+.1%}; {seen}; "
+                f"{made} CUDA context(s) made during its exclusive hold)"
             )
     return out
 
@@ -584,6 +587,12 @@ def lock_timeline(verdicts: list[dict], start_ms: float) -> dict:
                 who = f"{side or 'worker.'}{v['candidate_id']}"
                 key = (side, phases[side + "gpu.hold_ms"]) if side.startswith("reference") else (side, who)
                 shares.setdefault(key, (phases[side + "gpu.hold_max_ms"], who))
+    windows = _context_windows(verdicts, start_ms)
+    beside = {}  # worker hold (candidate id) -> CUDA contexts made while it held the GPU exclusively
+    for (prefix, who), h in holds.items():
+        h["contexts"] = sum(1 for at, end in windows if at < h["released_at"] and end > h["held_at"])
+        if prefix == "gpu." and h["contexts"]:
+            beside[who] = h["contexts"]
     ordered = sorted(holds.values(), key=lambda h: h["queued_at"])
     rounds, end = [], None
     for h in ordered:  # a round: timers whose queueing overlaps the round's holds (one drain)
@@ -601,7 +610,23 @@ def lock_timeline(verdicts: list[dict], start_ms: float) -> dict:
         "drains_s": sum(r["first_held"] - r["first_queued"] for r in rounds) / 1000,
         "gate_closed_s": sum(r["last_released"] - r["first_queued"] for r in rounds) / 1000,
         "longest_shares": [{"ms": ms, "who": who} for ms, who in sorted(shares.values(), reverse=True)[:8]],
+        "contexts": len(windows),
+        "holds_beside_contexts": sum(1 for h in ordered if h["contexts"]),
+        "contexts_during_hold": beside,
     }
+
+
+def _context_windows(verdicts: list[dict], start_ms: float) -> list[tuple[float, float]]:
+    """When each process made its CUDA context (`gpu.context_at` to `gpu.context_end_at`, outside
+    the GPU lock), every process counted once (a task's reference phases are in each of its verdicts)."""
+    seen = set()
+    for v in verdicts:
+        phases = v.get("phases_ms") or {}
+        for side in ("", "compare.", "reference.", "reference_timing."):
+            at, end = phases.get(side + "gpu.context_at"), phases.get(side + "gpu.context_end_at")
+            if at is not None and end is not None:
+                seen.add((at - start_ms, end - start_ms))
+    return sorted(seen)
 
 
 def memory_use(verdicts: list[dict]) -> list[dict]:
@@ -642,6 +667,11 @@ def _print_timeline(t: dict) -> None:
         flush=True,
     )
     print("  longest shares: " + ", ".join(f"{s['who']} {s['ms'] / 1000:.2f} s" for s in t["longest_shares"]))
+    print(
+        f"  CUDA contexts made (outside the lock): {t['contexts']}; exclusive holds during which one was "
+        f"being made: {t['holds_beside_contexts']} of {t['timers']}",
+        flush=True,
+    )
 
 
 def _scale_engine(batch: list[dict], options: dict) -> dict:
@@ -781,7 +811,7 @@ def scale(args) -> dict:
             failed.append(f"{item['id']}: honest solution is {item['engine']}")
         elif item["kind"] == "cheat" and item["engine"] == "correct":
             failed.append(f"{item['id']}: cheat judged correct")
-    failed += _disagreements(items)
+    failed += _disagreements(items, runs[0]["timeline"]["contexts_during_hold"])
     if disk_peak >= 0.10 * free_at_start:
         failed.append(
             f"peak disk +{disk_peak / 2**30:.2f} GiB is not below 10% of the "

@@ -43,3 +43,30 @@ def test_the_timeline_does_not_depend_on_where_its_clock_starts():
     """Moments are wall-clock ms since the epoch; any origin, even one after the first timer, gives the same."""
     at_zero = engine_bench.lock_timeline(_verdicts(0.0), 0.0)
     assert engine_bench.lock_timeline(_verdicts(1.8e12), 1.8e12 + 5.0) == at_zero
+
+
+def test_contexts_made_during_an_exclusive_hold_are_counted_per_hold():
+    """A comparer's context made while candidate a timed (its window overlaps a's hold, 2.0-3.0),
+    and one worker's made between the rounds: one hold beside a context, each process once."""
+    verdicts = _verdicts(0.0)
+    verdicts[0]["phases_ms"].update({"compare.gpu.context_at": 2.5, "compare.gpu.context_end_at": 2.8})
+    verdicts[1]["phases_ms"].update({"gpu.context_at": 5.0, "gpu.context_end_at": 6.0})
+    for v in verdicts:  # the task's reference made its context before anything was timed
+        v["phases_ms"].update({"reference.gpu.context_at": -2.0, "reference.gpu.context_end_at": -1.0})
+    t = engine_bench.lock_timeline(verdicts, 0.0)
+    assert t["contexts"] == 3
+    assert t["holds_beside_contexts"] == 1  # a's (held 2.0-3.0); the reference timing's is 3.0-4.0
+    assert t["contexts_during_hold"] == {"a": 1}
+
+
+def test_a_disagreement_says_how_many_contexts_were_made_during_its_hold():
+    item = {
+        "id": "a",
+        "kind": "honest",
+        "runtime_ms": 7.1,
+        "naive_runtime_ms": 3.3,
+        "below_timing_floor": False,
+        "runtime_stats": {"exclusive": True},
+    }
+    (line,) = engine_bench._disagreements([item], {"a": 2})
+    assert "2 CUDA context(s) made during its exclusive hold" in line

@@ -22,7 +22,7 @@ from .channel import ChannelError
 from .monitor import Monitor, install_launch_hook, recording
 from .phases import add_since, phase
 from .reference import spot_spec
-from .tasks import load_module, note_peak, release_cached, source_line, synchronize
+from .tasks import load_module, make_context, note_peak, release_cached, source_line, synchronize
 from .tensorfile import read_tensors
 from .timing import GpuLock
 
@@ -364,8 +364,7 @@ def evaluate(request: dict) -> dict:
     try:
         if device.startswith("cuda"):  # host work, outside the share: a queued timer's drain never waits on it
             with phase(answer["phases_ms"], "cuda_init"):
-                torch.cuda.set_device(torch.device(device))
-                torch.empty(1, device=device)
+                answer["phases_ms"].update(make_context(device))
         waiting = time.perf_counter()
         with gpu.shared():
             add_since(answer["phases_ms"], "lock_wait", waiting)

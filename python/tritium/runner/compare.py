@@ -208,7 +208,8 @@ def compare(request: dict) -> dict:
     try:
         with phase(phases, "build"):
             end = ComparerEnd(request["channel"])
-            module, model, _, device, seed = reference.build(request)
+            module, model, _, device, seed, context = reference.build(request)
+        phases.update(context)
     except (TaskFailure, OSError) as exc:
         return {**answer, "error": f"the comparer could not start: {exc}"}
     gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))

@@ -24,6 +24,7 @@ from .tasks import (
     describe,
     flatten_outputs,
     load_module,
+    make_context,
     note_peak,
     release_cached,
     require,
@@ -416,12 +417,12 @@ def _run_trials(
 
 
 def build(request: dict) -> tuple:
-    """(module, model on the CPU, filename, device, seed) as the reference had them: what the
-    comparer needs to make any planned trial's expected outputs again (it moves the model to the
-    device under a share of the GPU lock)."""
-    filename, device, seed = _start(request)
+    """(module, model on the CPU, filename, device, seed, the CUDA context's window) as the
+    reference had them: what the comparer needs to make any planned trial's expected outputs again
+    (it moves the model to the device under a share of the GPU lock)."""
+    filename, device, seed, context = _start(request)
     module, model, _ = _build(request, filename, seed)
-    return module, model, filename, device, seed
+    return module, model, filename, device, seed, context
 
 
 def warm_up() -> None:
@@ -504,15 +505,15 @@ def footprint(request: dict) -> dict:
     return {"ok": True, "bytes": sum(need) if need else None}
 
 
-def _start(request: dict) -> tuple[str, str, int]:
+def _start(request: dict) -> tuple[str, str, int, dict]:
+    """(filename, device, seed, the CUDA context's window: tasks.make_context)."""
     filename = request.get("filename") or request.get("id", "<task>")
     device = request.get("device", "cpu")
-    if device.startswith("cuda"):
-        torch.cuda.set_device(torch.device(device))
+    context = make_context(device)
     # The reference in true float32: TF32 convolutions (PyTorch's default) differ by ~1e-3.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    return filename, device, int(request.get("seed", 0))
+    return filename, device, int(request.get("seed", 0)), context
 
 
 def _failed(failure: TaskFailure) -> dict:
@@ -526,10 +527,10 @@ def _failed(failure: TaskFailure) -> dict:
 
 def reference(request: dict) -> dict:
     """Builds the reference model, perturbs it, writes its parameters and answers the plan."""
-    filename, device, seed = _start(request)
+    filename, device, seed, context = _start(request)
     directory = request["dir"]
     os.makedirs(directory, exist_ok=True)
-    phases = {}  # ms per step, in every verdict of the task as reference.* (the scale benchmark reads them)
+    phases = dict(context)  # ms per step, in every verdict of the task as reference.* (the scale benchmark reads them)
     try:
         with phase(phases, "build"):
             module, model, init_inputs = _build(request, filename, seed)
@@ -564,7 +565,7 @@ def reference(request: dict) -> dict:
 def time_reference(request: dict) -> dict:
     """The eager and torch.compile timings of a task, on its spot sets. The engine asks for them
     apart from the plan, so that candidates are checked while the reference compiles and is timed."""
-    filename, device, seed = _start(request)
+    filename, device, seed, context = _start(request)
     try:
         module, model, _ = _build(request, filename, seed)
         gpu = GpuLock.for_device(
@@ -572,7 +573,9 @@ def time_reference(request: dict) -> dict:
         )
         with gpu.shared():
             model = model.to(device)
-        return {"ok": True, **_timing(model, module, device, gpu, seed)}
+        timed = _timing(model, module, device, gpu, seed)
+        timed["timing"]["phases_ms"].update(context)
+        return {"ok": True, **timed}
     except TaskFailure as failure:
         return _failed(failure)
 

@@ -85,6 +85,19 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def make_context(device: str) -> dict:
+    """Makes this process's CUDA context now, and returns when: {"gpu.context_at",
+    "gpu.context_end_at"} in ms since the epoch ({} on the CPU). Processes make theirs outside any
+    share of the GPU lock (host work, up to seconds under load, which a timer's drain would wait
+    out); the scale benchmark checks these windows against the timers' exclusive holds."""
+    if not device.startswith("cuda"):
+        return {}
+    began = time.time() * 1000
+    torch.cuda.set_device(torch.device(device))
+    torch.empty(1, device=device)
+    return {"gpu.context_at": began, "gpu.context_end_at": time.time() * 1000}
+
+
 def release_cached(device: str) -> None:
     """Hands the blocks the caching allocator keeps but no tensor uses back to the device: the
     engine admits jobs by what each phase holds (job_memory in engine.cc), not their union."""
