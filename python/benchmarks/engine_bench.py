@@ -737,7 +737,7 @@ def scale(args) -> dict:
         flush=True,
     )
     warmed_s = _warm_file_cache(device)
-    print(f"file cache warmed in {warmed_s:.1f} s (torch and triton imported once, a context made)", flush=True)
+    print(f"file cache warmed in {warmed_s:.1f} s (what both sides import, imported once; a context made)", flush=True)
     # The first engine (the defaults, unless --gather says otherwise) is the one the targets judge;
     # further --gather values run engines of their own beside it, for comparison.
     runs = [
