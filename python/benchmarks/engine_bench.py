@@ -567,6 +567,10 @@ def _naive(batch: list[dict], device: str) -> tuple[list[dict], float]:
     return results, time.perf_counter() - start
 
 
+# The phases' prefixes of a verdict's processes: its worker, its comparer, its task's reference and timing.
+SIDES = ("", "compare.", "reference.", "reference_timing.")
+
+
 def lock_timeline(verdicts: list[dict], start_ms: float) -> dict:
     """The GPU lock's exclusive holds, from the verdicts' `gpu.*` phases (each timer's wall-clock
     moments: ready, queued at the gate, holding the lock, released) and the longest shares: how
@@ -582,7 +586,7 @@ def lock_timeline(verdicts: list[dict], start_ms: float) -> dict:
                     k: phases[prefix + k] - start_ms for k in ("ready_at", "queued_at", "held_at", "released_at")
                 }
                 holds[(prefix, v["candidate_id"] if prefix == "gpu." else moments["held_at"])] = moments
-        for side in ("", "compare.", "reference.", "reference_timing."):
+        for side in SIDES:
             if side + "gpu.hold_max_ms" in phases:
                 who = f"{side or 'worker.'}{v['candidate_id']}"
                 key = (side, phases[side + "gpu.hold_ms"]) if side.startswith("reference") else (side, who)
@@ -622,7 +626,7 @@ def _context_windows(verdicts: list[dict], start_ms: float) -> list[tuple[float,
     seen = set()
     for v in verdicts:
         phases = v.get("phases_ms") or {}
-        for side in ("", "compare.", "reference.", "reference_timing."):
+        for side in SIDES:
             at, end = phases.get(side + "gpu.context_at"), phases.get(side + "gpu.context_end_at")
             if at is not None and end is not None:
                 seen.add((at - start_ms, end - start_ms))
