@@ -42,7 +42,8 @@ class Runner {
  private:
   std::string log_tail() const;
   bool running();
-  std::optional<Error> spawn();        // the process, its channel and log
+  std::optional<Error> spawn();  // the process, its channel and log
+  std::vector<std::string> environment() const;
   std::optional<Error> await_hello();  // its first frame, which says it is ready
 
   RunnerOptions options_;
