@@ -703,7 +703,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
     }
     print(
         f"engine {options}: memory waits {info.get('memory_waits')}, retries alone {info.get('memory_retries')}, "
-        f"disk waits {info.get('disk_waits')}, MPS {info.get('mps')} {info.get('mps_note') or ''}",
+        f"disk waits {info.get('disk_waits')}",
         flush=True,
     )
     print(
@@ -745,8 +745,7 @@ def scale(args) -> dict:
     # The first engine (the defaults, unless --gather says otherwise) is the one the targets judge;
     # further --gather values run engines of their own beside it, for comparison.
     runs = [
-        _scale_engine(batch, {**options, **({} if gather is None else {"timer_gather_s": gather}), **mps})
-        for mps in ({} if m == "default" else {"mps": m == "on"} for m in args.mps)
+        _scale_engine(batch, {**options, **({} if gather is None else {"timer_gather_s": gather})})
         for gather in args.gather
     ]
     verdicts, engine_s, info = runs[0]["verdicts"], runs[0]["engine_s"], runs[0]["info"]
@@ -906,12 +905,6 @@ def main() -> None:
         type=lambda s: [None if g == "default" else float(g) for g in s.split(",")],
         default=[None],
         help="scale: timer_gather_s of each engine to run, e.g. default,2 (the first run is judged)",
-    )
-    parser.add_argument(
-        "--mps",
-        type=lambda s: s.split(","),
-        default=["default"],
-        help="scale: the engines' MPS (on, off, default), e.g. default,off; each with every --gather value",
     )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()

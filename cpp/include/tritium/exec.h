@@ -28,7 +28,6 @@ struct RunnerOptions {
   unsigned seed = 0;               // torch.manual_seed before building the model and the inputs
   std::string role = "reference";  // "reference" runs task code only, "candidate" candidates only
   int threads = 0;                 // torch CPU threads per worker (0: torch's default)
-  std::vector<std::string> env;    // "KEY=VALUE" beside the scrubbed environment (the engine's MPS)
 };
 
 /// The environment runners get: a short allowlist of the caller's (PATH, locale, CUDA and Triton
@@ -121,8 +120,6 @@ struct EngineOptions {
   bool keep_files = false;              // keep each candidate's directory (debugging)
   bool unsafe_sandbox = false;          // run candidates even where the sandbox cannot be established
                                         // (Engine::create refuses otherwise); every verdict says `unsafe`
-  bool mps = true;                      // on a GPU: the trusted runners' work in one context through
-                                        // NVIDIA MPS, where its daemon is installed (docs/engine.md)
 };
 
 /// Why `device` names no device the engine knows ("cpu", "cuda", "cuda:N", "auto"), or nothing when it does.

@@ -35,7 +35,6 @@
 #include "channel.h"
 #include "disk_budget.h"
 #include "judge.h"
-#include "mps.h"
 #include "runner.h"
 #include "tolerance.h"
 #include "tritium/exec.h"
@@ -265,8 +264,6 @@ struct Engine::Impl {
   std::vector<exec::Runner*> idle_trusted;
   std::vector<std::unique_ptr<exec::Runner>> slots;
   std::vector<std::unique_ptr<exec::Runner>> comparers;  // a trusted runner beside each slot (compare.py)
-  std::unique_ptr<exec::Mps> mps;  // the trusted runners' one GPU context, when there is one (mps.h)
-  std::string mps_note;            // why there is none
 
   // Declared before the pools: a queued timing's lease is released into it when they go.
   std::optional<exec::ReferenceStore> references;
@@ -297,7 +294,6 @@ struct Engine::Impl {
     slots.clear();
     comparers.clear();
     trusted.clear();
-    mps.reset();       // no client is left
     work_dir.close();  // nothing writes there any more
   }
 
@@ -799,17 +795,7 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     impl->cache.emplace(std::move(*cache));
   }
 
-  RunnerOptions trusted{options.python, options.device, options.timeout_s, 0, "reference", 0, {}};
-  // MPS first: every trusted runner's environment names it. On the CPU it is let go below.
-  if (options.mps && options.device != "cpu") {
-    auto mps = exec::Mps::start(options.python, impl->work / "mps");
-    if (mps) {
-      impl->mps = std::move(*mps);
-      trusted.env.push_back(impl->mps->runner_env());
-    } else {
-      impl->mps_note = "no MPS: " + mps.error().message;
-    }
-  }
+  RunnerOptions trusted{options.python, options.device, options.timeout_s, 0, "reference", 0};
   impl->trusted.push_back(std::make_unique<exec::Runner>(trusted));
   if (auto error = impl->trusted[0]->ensure_started()) return machine(*error);
   impl->hello = impl->trusted[0]->hello();
@@ -829,13 +815,6 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     if (info.body.value("uuid", Json()).is_string()) impl->gpu_ids[k] = info.body["uuid"].get<std::string>();
   }
   const bool gpu = impl->device == "cuda";
-  if (!gpu) {
-    impl->mps.reset();
-    impl->mps_note = options.mps ? "no MPS on the CPU" : "no MPS: turned off";
-    trusted.env.clear();
-  } else if (!options.mps) {
-    impl->mps_note = "no MPS: turned off";
-  }
   if (gpu) {  // the GPU locks, readable by sandboxed uids
     auto lock_dir = make_lock_dir();
     if (!lock_dir) return machine(lock_dir.error());
@@ -857,13 +836,8 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   const int references = gpu && options.timing ? options.jobs : std::max(1, options.jobs / 2);
   for (int i = 1; i < references; ++i) impl->trusted.push_back(std::make_unique<exec::Runner>(trusted));
   for (auto& runner : impl->trusted) impl->idle_trusted.push_back(runner.get());
-  RunnerOptions slot{options.python,
-                     impl->device,
-                     options.timeout_s,
-                     0,
-                     "candidate",
-                     gpu ? 0 : std::max(1, cores / options.jobs),
-                     {}};  // never an MPS client (mps.py)
+  RunnerOptions slot{
+      options.python, impl->device, options.timeout_s, 0, "candidate", gpu ? 0 : std::max(1, cores / options.jobs)};
   for (int i = 0; i < options.jobs; ++i) {
     auto runner_options = slot;
     runner_options.device = impl->slot_device(i);
@@ -1000,8 +974,6 @@ Json Engine::info() const {
           {"cache", o.cache.empty() ? Json(nullptr) : Json(o.cache)},
           {"sandbox", impl_->sandbox_report},
           {"unsafe_sandbox", o.unsafe_sandbox},
-          {"mps", impl_->mps != nullptr},  // the trusted runners share one GPU context (docs/engine.md, "MPS")
-          {"mps_note", impl_->mps_note},
           {"versions", impl_->versions()}};
 }
 

@@ -37,7 +37,7 @@ Result<EngineOptions> engine_options_from_json(const Json& json) {
   r.read("jobs", o.jobs).read("timeout_s", o.timeout_s).read("seed", o.seed).read("static_check", o.static_check);
   r.read("timing", o.timing).read("cache", o.cache).read("work_dir", o.work_dir).read("memory_gb", o.memory_gb);
   r.read("reference_cache_gb", o.reference_cache_gb).read("keep_files", o.keep_files);
-  r.read("unsafe_sandbox", o.unsafe_sandbox).read("timer_gather_s", o.timer_gather_s).read("mps", o.mps);
+  r.read("unsafe_sandbox", o.unsafe_sandbox).read("timer_gather_s", o.timer_gather_s);
   if (auto e = r.done()) return *e;
   if (auto error = engine_options_error(o)) return Error{"engine options: " + *error};
   return o;
@@ -59,8 +59,7 @@ Json to_json(const EngineOptions& o) {
           {"reference_cache_gb", o.reference_cache_gb},
           {"keep_files", o.keep_files},
           {"unsafe_sandbox", o.unsafe_sandbox},
-          {"timer_gather_s", o.timer_gather_s},
-          {"mps", o.mps}};
+          {"timer_gather_s", o.timer_gather_s}};
 }
 
 }  // namespace tritium

@@ -95,7 +95,7 @@ std::optional<Error> Runner::spawn() {
                            // the runner's parent-death signal is armed after Python starts: by then the
                            // engine may be gone, which only its pid tells (docs/engine.md, "Lifetime")
                            "--parent-pid", std::to_string(getpid())},
-                          environment(),
+                          scrubbed_environment(),
                           child_end,
                           log_path_};
   auto child = process::spawn(spec);
@@ -107,12 +107,6 @@ std::optional<Error> Runner::spawn() {
   }
   child_ = *child;
   return std::nullopt;
-}
-
-std::vector<std::string> Runner::environment() const {
-  auto env = scrubbed_environment();
-  env.insert(env.end(), options_.env.begin(), options_.env.end());
-  return env;
 }
 
 std::optional<Error> Runner::await_hello() {

@@ -42,8 +42,7 @@ class Runner {
  private:
   std::string log_tail() const;
   bool running();
-  std::optional<Error> spawn();  // the process, its channel and log
-  std::vector<std::string> environment() const;
+  std::optional<Error> spawn();        // the process, its channel and log
   std::optional<Error> await_hello();  // its first frame, which says it is ready
 
   RunnerOptions options_;

@@ -110,7 +110,6 @@ EngineOptions EngineFlags::options() const {
   o.seed = seed;
   o.static_check = !no_static;
   o.timing = !no_timing;
-  o.mps = !no_mps;
   return o;
 }
 
@@ -139,9 +138,6 @@ void add_engine_flags(CLI::App* app, EngineFlags& f) {
                   "Python for the runners (default: $TRITIUM_PYTHON, the python3 beside tritium, or python3)");
   app->add_flag("--no-static", f.no_static, "Skip the static verifier: only the runtime checks judge");
   app->add_flag("--no-timing", f.no_timing, "Do not time on the GPU (correctness only)");
-  app->add_flag(
-      "--no-mps", f.no_mps,
-      "On a GPU, give each trusted process a CUDA context of its own instead of one shared through NVIDIA MPS");
   app->add_option("--timer-gather", f.engine.timer_gather_s,
                   "Seconds a candidate ready to be timed waits for others to time after the same drain of the GPU")
       ->check(CLI::NonNegativeNumber)

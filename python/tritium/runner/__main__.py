@@ -71,24 +71,6 @@ def _sandbox_probe(request: dict) -> dict:
     return {"ok": True, "sandbox": request.get("sandbox_report")}
 
 
-def _through_mps(handler):
-    """handler, run as a client of the engine's MPS daemon when it has one (TRITIUM_MPS_DIRECTORY):
-    the trusted work of every job in one GPU context, where the GPU would time-slice between one
-    context a process (docs/engine.md, "MPS"). Set in the forked worker before CUDA starts there:
-    the runner itself never starts CUDA."""
-    directory = os.environ.get("TRITIUM_MPS_DIRECTORY")
-    if not directory:
-        return handler
-
-    def through_mps(request: dict) -> dict:
-        from .mps import pipe_directory
-
-        os.environ["CUDA_MPS_PIPE_DIRECTORY"] = pipe_directory(directory)
-        return handler(request)
-
-    return through_mps
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m tritium.runner")
     parser.add_argument("--channel-fd", type=int, required=True)
@@ -123,12 +105,12 @@ def main() -> int:
 
         warm_up()
         handlers = {
-            "check_task": _through_mps(check_task),
-            "trace_task": _through_mps(trace_task),
-            "reference": _through_mps(reference),
-            "compare": _through_mps(compare),
+            "check_task": check_task,
+            "trace_task": trace_task,
+            "reference": reference,
+            "compare": compare,
             "footprint": footprint,
-            "time_reference": time_reference,  # in a context of its own, as the candidate it is compared with
+            "time_reference": time_reference,
             "device_info": _device_info,
             "sandbox_probe": _sandbox_probe,
         }
