@@ -39,6 +39,13 @@ def test_report_writes_markdown_json_and_html(tmp_path, two_runs):
     assert cpu["metrics"]["overall"]["samples"] == 27 and cpu["metrics"]["overall"]["stages"]["correct"] == 20
     assert timed["problems"] == 1 and timed["metrics"]["overall"]["speedup"]["correct_eager"]["geomean"] == 2.0
     assert cpu["metrics"]["overall"]["fast_eager"]["fast_1@1"] is None
+    # The same kernels judged the same: pass@1 did not move, and its paired interval says so.
+    assert "## Change from the run before" in md and "| timed | cpu-demo | pass@1 |" in md
+    (change,) = [c["change"] for c in doc["changes"] if c["change"]["metric"] == "pass@1"]
+    assert change["tasks"] == cpu["metrics"]["overall"]["tasks"] and change["delta"] == 0
+    assert change["interval"] == [0, 0] and change["beyond"] is False
+    low, high = cpu["metrics"]["overall"]["intervals"]["pass"]["pass@1"]
+    assert low < cpu["metrics"]["overall"]["pass"]["pass@1"] < high
     html = (out / "report.html").read_text()
     # Stages, fast_p, speedups vs eager and vs torch.compile; pass@k needs 2+ samples a task.
     assert html.count("<svg") == 4 and "<script" not in html

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -43,12 +44,23 @@ struct SpeedupSummary {
   std::optional<double> geomean, mean, median, min, max;
 };
 
+/// A 95% percentile bootstrap interval over tasks (docs/metrics.md, "Intervals").
+struct Interval {
+  double low = 0, high = 0;
+};
+
+/// The interval of the mean of per-task values: the mean of `resamples` draws of as many tasks
+/// with replacement, its 2.5% and 97.5% quantiles. The draws are seeded (0 by default), so a
+/// report is the same every time it is made. Unset when there are no values.
+std::optional<Interval> bootstrap_mean(std::span<const double> values, int resamples = 2000, std::uint64_t seed = 0);
+
 /// pass@k or fast_p@k over a set of tasks: the mean over the tasks with at least k samples.
 struct AtK {
   int k = 1;
-  double p = 0;                 // fast_p only
-  std::optional<double> value;  // unset when no task has k samples (or, for fast_p, no timing)
-  std::size_t tasks = 0;        // tasks that counted
+  double p = 0;                      // fast_p only
+  std::optional<double> value;       // unset when no task has k samples (or, for fast_p, no timing)
+  std::size_t tasks = 0;             // tasks that counted
+  std::optional<Interval> interval;  // of value, over the tasks that counted (bootstrap_mean)
 };
 
 /// Metrics of one set of verdicts (a run, or one level of it).
@@ -85,6 +97,20 @@ std::vector<AtK> pass_curve(const Summary& summary);
 /// torch.compile); unset when the summary has no timing.
 std::vector<AtK> fast_curve(const Summary& summary, const std::vector<double>& ps, bool compile);
 
+/// One metric of a later run against a first, on the tasks both have (with at least k samples in
+/// each): the two means and their difference, with the difference's 95% paired bootstrap interval
+/// over those tasks. Whether RL moved pass@1 beyond the noise of which tasks were drawn.
+struct Change {
+  std::string metric;  // "pass@1", "fast_1@1 (eager)"
+  std::size_t tasks = 0;
+  double before = 0, after = 0, delta = 0;
+  std::optional<Interval> interval;  // of delta; unset without common tasks
+  bool beyond() const { return interval && (interval->low > 0 || interval->high < 0); }
+};
+
+/// pass@k for every k of `options`, and fast_p@1 against eager for every p when both runs were timed.
+std::vector<Change> compare_runs(const Summary& before, const Summary& after, const MetricsOptions& options);
+
 /// The Figure 5 stage of a status ("syntax" ... "correct", or "error").
 std::string stage_of(const std::string& status);
 /// The stages in display order.
@@ -92,6 +118,7 @@ const std::vector<std::string>& stages();
 
 Json to_json(const Summary& summary);
 Json to_json(const Metrics& metrics);  // {options, overall, levels: {"1": ..., "2": ...}}
+Json to_json(const Change& change);    // {metric, tasks, before, after, delta, interval: [low, high], beyond}
 
 // ---- Reports ------------------------------------------------------------------------------------
 

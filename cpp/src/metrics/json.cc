@@ -17,15 +17,18 @@ Json to_json(const SpeedupSummary& s) {
           {"max", number(s.max)}};
 }
 
-Json pass_json(const std::vector<AtK>& pass) {
+Json interval(const std::optional<Interval>& i) { return i ? Json::array({i->low, i->high}) : Json(nullptr); }
+
+Json pass_json(const std::vector<AtK>& pass, bool intervals = false) {
   Json out = Json::object();
-  for (const auto& a : pass) out[fmt::format("pass@{}", a.k)] = number(a.value);
+  for (const auto& a : pass) out[fmt::format("pass@{}", a.k)] = intervals ? interval(a.interval) : number(a.value);
   return out;
 }
 
-Json fast_json(const std::vector<AtK>& fast) {
+Json fast_json(const std::vector<AtK>& fast, bool intervals = false) {
   Json out = Json::object();
-  for (const auto& a : fast) out[fmt::format("fast_{}@{}", a.p, a.k)] = number(a.value);
+  for (const auto& a : fast)
+    out[fmt::format("fast_{}@{}", a.p, a.k)] = intervals ? interval(a.interval) : number(a.value);
   return out;
 }
 
@@ -44,12 +47,22 @@ Json to_json(const Summary& s) {
           {"timed", s.timed},
           {"fast_eager", fast_json(s.fast_eager)},
           {"fast_compile", fast_json(s.fast_compile)},
+          {"intervals",  // [low, high]: 95% bootstrap over tasks (bootstrap_mean)
+           {{"pass", pass_json(s.pass, true)},
+            {"fast_eager", fast_json(s.fast_eager, true)},
+            {"fast_compile", fast_json(s.fast_compile, true)}}},
           {"speedup",
            {{"correct_eager", to_json(s.correct_eager)},
             {"correct_compile", to_json(s.correct_compile)},
             {"all_eager", to_json(s.all_eager)},
             {"all_compile", to_json(s.all_compile)}}},
           {"per_task", tasks}};
+}
+
+Json to_json(const Change& c) {
+  return {{"metric", c.metric},  {"tasks", c.tasks}, {"before", c.before},
+          {"after", c.after},    {"delta", c.delta}, {"interval", interval(c.interval)},
+          {"beyond", c.beyond()}};
 }
 
 Json to_json(const Metrics& m) {

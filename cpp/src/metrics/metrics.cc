@@ -1,9 +1,13 @@
 // Metrics of verdicts (docs/metrics.md): tallies per task, then pass@k, fast_p, speedups, stages.
 #include "tritium/metrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <functional>
+#include <random>
 
 namespace tritium {
 namespace {
@@ -31,20 +35,52 @@ SpeedupSummary summarise(std::vector<double> xs) {
   return s;
 }
 
+double mean(const std::vector<double>& xs) {
+  double sum = 0;
+  for (double x : xs) sum += x;
+  return sum / static_cast<double>(xs.size());
+}
+
 // pass@k-style means over the tasks with at least k samples; `count` picks the successes.
 template <class Count>
 AtK mean_at_k(const std::vector<TaskTally>& tasks, int k, Count count) {
   AtK a;
   a.k = k;
-  double sum = 0;
+  std::vector<double> per_task;
   for (const auto& t : tasks) {
     const auto c = count(t);
     if (t.samples < k || !c) continue;
-    sum += pass_at_k(t.samples, *c, k);
-    ++a.tasks;
+    per_task.push_back(pass_at_k(t.samples, *c, k));
   }
-  if (a.tasks) a.value = sum / static_cast<double>(a.tasks);
+  a.tasks = per_task.size();
+  if (a.tasks) a.value = mean(per_task);
+  a.interval = bootstrap_mean(per_task);
   return a;
+}
+
+// A task's estimate of one compared metric (compare_runs), or unset when it has too few samples.
+using PerTask = std::function<std::optional<double>(const TaskTally&)>;
+
+Change change_of(std::string metric, const Summary& before, const Summary& after, const PerTask& value) {
+  std::map<std::string, const TaskTally*> first;
+  for (const auto& t : before.tasks) first[t.task_id] = &t;
+  std::vector<double> b, a, delta;
+  for (const auto& t : after.tasks) {
+    const auto it = first.find(t.task_id);
+    if (it == first.end()) continue;
+    const auto vb = value(*it->second), va = value(t);
+    if (!vb || !va) continue;
+    b.push_back(*vb);
+    a.push_back(*va);
+    delta.push_back(*va - *vb);
+  }
+  Change c{std::move(metric), b.size()};
+  if (b.empty()) return c;
+  c.before = mean(b);
+  c.after = mean(a);
+  c.delta = c.after - c.before;
+  c.interval = bootstrap_mean(delta);
+  return c;
 }
 
 std::vector<AtK> fast_at(const std::vector<TaskTally>& tasks, const MetricsOptions& o, bool compile) {
@@ -128,6 +164,40 @@ std::optional<int> level_of(const Verdict& v) {
 }
 
 }  // namespace
+
+std::optional<Interval> bootstrap_mean(std::span<const double> values, int resamples, std::uint64_t seed) {
+  if (values.empty() || resamples < 1) return std::nullopt;
+  // A generator whose sequence the standard fixes, drawn from by modulo (not a distribution, whose
+  // output each standard library defines its own way): the same interval on every platform.
+  std::mt19937_64 draw(seed);
+  const std::size_t n = values.size();
+  std::vector<double> means(static_cast<std::size_t>(resamples));
+  for (double& m : means) {
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i) sum += values[draw() % n];
+    m = sum / static_cast<double>(n);
+  }
+  std::sort(means.begin(), means.end());
+  const auto at = [&](double q) { return means[static_cast<std::size_t>(std::lround(q * (means.size() - 1)))]; };
+  return Interval{at(0.025), at(0.975)};
+}
+
+std::vector<Change> compare_runs(const Summary& before, const Summary& after, const MetricsOptions& o) {
+  std::vector<Change> out;
+  for (int k : o.ks)
+    out.push_back(change_of(fmt::format("pass@{}", k), before, after, [k](const TaskTally& t) -> std::optional<double> {
+      if (t.samples < k) return std::nullopt;
+      return pass_at_k(t.samples, t.correct, k);
+    }));
+  if (!before.timed || !after.timed) return out;
+  for (std::size_t pi = 0; pi < o.ps.size(); ++pi)
+    out.push_back(change_of(fmt::format("fast_{}@1 (eager)", o.ps[pi]), before, after,
+                            [pi](const TaskTally& t) -> std::optional<double> {
+                              if (t.samples < 1 || pi >= t.faster_eager.size()) return std::nullopt;
+                              return static_cast<double>(t.faster_eager[pi]) / t.samples;
+                            }));
+  return out;
+}
 
 double pass_at_k(int n, int c, int k) {
   assert(k >= 1 && k <= n && c >= 0 && c <= n);

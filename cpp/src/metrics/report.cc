@@ -34,6 +34,12 @@ std::string report_markdown(std::span<const RunReport> runs) {
       "\nSpeed metrics appear when a run was timed on a GPU; `-` means not measured; pass@k counts the tasks with at "
       "least k samples. Conventions: docs/metrics.md.\n\n";
   out += "## Overall\n\n" + report::headline(runs, [](const RunReport& r) { return &r.metrics.overall; }).markdown();
+  if (runs.size() > 1)
+    out +=
+        "\n## Change from the run before\n\nEach run against the one listed before it, on the tasks both have; the "
+        "interval is a paired bootstrap over them (docs/metrics.md): a change whose interval excludes 0 is beyond the "
+        "noise of which tasks were drawn.\n\n" +
+        report::change_table(runs).markdown();
   for (int level : report::all_levels(runs)) {
     out += fmt::format("\n## Level {}\n\n", level);
     out += report::headline(runs, [level](const RunReport& r) { return report::level_summary(r, level); }).markdown();
@@ -48,7 +54,11 @@ Json report_json(std::span<const RunReport> runs) {
   Json out = Json::array();
   for (const auto& r : runs)
     out.push_back({{"name", r.name}, {"source", r.source}, {"problems", r.problems}, {"metrics", to_json(r.metrics)}});
-  return {{"tritium", version()}, {"runs", out}};
+  Json changes = Json::array();
+  for (std::size_t i = 1; i < runs.size(); ++i)
+    for (const auto& c : compare_runs(runs[i - 1].metrics.overall, runs[i].metrics.overall, runs[i].metrics.options))
+      changes.push_back({{"run", runs[i].name}, {"against", runs[i - 1].name}, {"change", to_json(c)}});
+  return {{"tritium", version()}, {"runs", out}, {"changes", changes}};
 }
 
 std::optional<Error> write_reports(const std::filesystem::path& dir, std::span<const RunReport> runs) {

@@ -295,6 +295,12 @@ std::string report_html(std::span<const RunReport> runs) {
   out += "<h2>Speedup distributions</h2>\n" + speedup_chart(runs, false) + speedup_chart(runs, true);
   out +=
       "<h2>Overall</h2>\n" + html_table(report::headline(runs, [](const RunReport& r) { return &r.metrics.overall; }));
+  if (runs.size() > 1)
+    out += std::string("<h2>Change from the run before</h2>\n") +
+           "<p>Each run against the one listed before it, on the tasks both have; the interval is a paired "
+           "bootstrap over them: a change whose interval excludes 0 is beyond the noise of which tasks were "
+           "drawn.</p>\n" +
+           html_table(report::change_table(runs));
   for (int level : report::all_levels(runs))
     out += fmt::format("<h2>Level {}</h2>\n", level) +
            html_table(report::headline(runs, [level](const RunReport& r) { return report::level_summary(r, level); }));

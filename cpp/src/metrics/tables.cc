@@ -11,6 +11,10 @@ namespace {
 
 std::string pct(const std::optional<double>& v) { return v ? fmt::format("{:.1f}%", 100 * *v) : "-"; }
 std::string times(const std::optional<double>& v) { return v ? fmt::format("{:.3f}x", *v) : "-"; }
+std::string interval(const AtK* a) {
+  return a && a->interval ? fmt::format("[{:.1f}%, {:.1f}%]", 100 * a->interval->low, 100 * a->interval->high) : "-";
+}
+std::string points(double share) { return fmt::format("{:+.1f} pts", 100 * share); }
 
 const AtK* find_at(const std::vector<AtK>& list, int k, double p = 0) {
   for (const auto& a : list)
@@ -43,12 +47,14 @@ Table headline(std::span<const RunReport> runs, const std::function<const Summar
   row("samples", [](const Summary& s) { return std::to_string(s.samples); });
   row("tasks", [](const Summary& s) { return std::to_string(s.tasks.size()); });
   const auto& o = runs.front().metrics.options;
-  for (int k : o.ks)
+  for (int k : o.ks) {
     row(fmt::format("pass@{}", k), [k](const Summary& s) {
       const AtK* a = find_at(s.pass, k);
       if (!a || !a->value || a->tasks == s.tasks.size()) return a ? pct(a->value) : "-";
       return fmt::format("{} ({} of {} tasks)", pct(a->value), a->tasks, s.tasks.size());
     });
+    if (k == 1) row("pass@1, 95% interval over tasks", [](const Summary& s) { return interval(find_at(s.pass, 1)); });
+  }
   bool timed = false;
   for (const auto& r : runs)
     if (const Summary* s = pick(r)) timed = timed || s->timed;
@@ -57,6 +63,8 @@ Table headline(std::span<const RunReport> runs, const std::function<const Summar
       const AtK* a = find_at(s.fast_eager, 1, p);
       return a ? pct(a->value) : "-";
     });
+    row(fmt::format("fast_{}@1 (eager), 95% interval over tasks", p),
+        [p](const Summary& s) { return interval(find_at(s.fast_eager, 1, p)); });
     row(fmt::format("fast_{}@1 (compile)", p), [p](const Summary& s) {
       const AtK* a = find_at(s.fast_compile, 1, p);
       return a ? pct(a->value) : "-";
@@ -115,6 +123,18 @@ Table task_table(std::span<const RunReport> runs) {
     for (const auto& task : r.metrics.overall.tasks)
       t.rows.push_back({r.name, task.task_id, std::to_string(task.samples), std::to_string(task.correct),
                         times(best(task.eager_speedups)), times(best(task.compile_speedups))});
+  return t;
+}
+
+Table change_table(std::span<const RunReport> runs) {
+  Table t;
+  t.header = {"run", "against", "metric", "tasks", "before", "this run", "change", "95% interval", "beyond it"};
+  for (std::size_t i = 1; i < runs.size(); ++i)
+    for (const auto& c : compare_runs(runs[i - 1].metrics.overall, runs[i].metrics.overall, runs[i].metrics.options))
+      t.rows.push_back({runs[i].name, runs[i - 1].name, c.metric, std::to_string(c.tasks),
+                        c.tasks ? pct(c.before) : "-", c.tasks ? pct(c.after) : "-", c.tasks ? points(c.delta) : "-",
+                        c.interval ? fmt::format("[{}, {}]", points(c.interval->low), points(c.interval->high)) : "-",
+                        c.interval ? (c.beyond() ? "yes" : "no") : "-"});
   return t;
 }
 

@@ -21,6 +21,9 @@ struct Table {
 Table headline(std::span<const RunReport> runs, const std::function<const Summary*(const RunReport&)>& pick);
 /// Samples with an error finding, per rule id and run.
 Table rules_table(std::span<const RunReport> runs);
+/// Each run after the first against the run before it (a training run's stages in order), on the
+/// tasks both have (compare_runs).
+Table change_table(std::span<const RunReport> runs);
 /// One row per (run, task): samples, correct ones, and the best correct speedups.
 Table task_table(std::span<const RunReport> runs);
 /// Every level that some run has, ascending.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 namespace tritium {
 namespace {
@@ -147,6 +148,79 @@ TEST(Metrics, FastCurveIsTheShareOfEachTasksSamplesPastEachThreshold) {
   EXPECT_FALSE(fast_curve(compute_metrics(untimed).overall, {1.0}, false)[0].value);
 }
 
+TEST(Bootstrap, IntervalOfAMeanOverTasks) {
+  EXPECT_FALSE(bootstrap_mean(std::vector<double>{}));
+  const auto flat = bootstrap_mean(std::vector<double>(30, 0.25));
+  ASSERT_TRUE(flat);
+  EXPECT_DOUBLE_EQ(flat->low, 0.25);
+  EXPECT_DOUBLE_EQ(flat->high, 0.25);
+  // Seeded: the same values give the same interval; another seed, another draw.
+  const std::vector<double> xs{0, 1, 0, 0, 1, 1, 0, 0.5, 0.25, 1};
+  EXPECT_EQ(bootstrap_mean(xs)->low, bootstrap_mean(xs)->low);
+  EXPECT_EQ(bootstrap_mean(xs)->high, bootstrap_mean(xs)->high);
+  EXPECT_LE(bootstrap_mean(xs)->low, 0.475);
+  EXPECT_GE(bootstrap_mean(xs)->high, 0.475);
+  // Coverage: over 300 sets of 100 tasks drawn with a true pass@1 of 0.3, the 95% interval holds
+  // the truth about 95% of the time (binomial spread of 300 draws: about +-2.5%).
+  std::mt19937_64 rng(7);
+  int held = 0;
+  double width_100 = 0;
+  for (int set = 0; set < 300; ++set) {
+    std::vector<double> tasks(100);
+    for (double& t : tasks) t = (rng() % 1000) < 300 ? 1.0 : 0.0;
+    const auto i = bootstrap_mean(tasks, 1000, set);
+    held += i->low <= 0.3 && 0.3 <= i->high;
+    width_100 += (i->high - i->low) / 300;
+  }
+  EXPECT_GE(held, 270);
+  EXPECT_LE(held, 297);
+  EXPECT_NEAR(width_100, 2 * 1.96 * std::sqrt(0.3 * 0.7 / 100), 0.02);  // the normal approximation's width
+}
+
+TEST(Bootstrap, PairedChangeOnCommonTasks) {
+  // 40 tasks of 4 samples: before, task i has i % 4 correct; after, one more where it had 0 to 2.
+  std::vector<Verdict> before, after;
+  for (int i = 0; i < 40; ++i) {
+    const std::string id = "t" + std::to_string(i);
+    const int c = i % 4, c_after = c < 3 ? c + 1 : c;
+    for (int j = 0; j < 4; ++j) {
+      before.push_back(verdict(id, j < c ? "correct" : "incorrect", j < c ? std::optional(2.0) : std::nullopt));
+      after.push_back(
+          verdict(id, j < c_after ? "correct" : "incorrect", j < c_after ? std::optional(2.0) : std::nullopt));
+    }
+  }
+  after.push_back(verdict("only-after", "correct", 2.0));  // not in both runs: left out
+  MetricsOptions o;
+  o.ks = {1, 8};
+  o.ps = {1.0};
+  const auto changes = compare_runs(compute_metrics(before, o).overall, compute_metrics(after, o).overall, o);
+  ASSERT_EQ(changes.size(), 3u);  // pass@1, pass@8, fast_1@1 (eager)
+  EXPECT_EQ(changes[0].metric, "pass@1");
+  EXPECT_EQ(changes[0].tasks, 40u);
+  EXPECT_DOUBLE_EQ(changes[0].before, 1.5 / 4);
+  EXPECT_DOUBLE_EQ(changes[0].delta, 0.75 / 4);  // three of every four tasks gained a quarter
+  EXPECT_TRUE(changes[0].beyond());
+  EXPECT_GT(changes[0].interval->low, 0);
+  EXPECT_EQ(changes[1].tasks, 0u);  // no task has 8 samples
+  EXPECT_FALSE(changes[1].interval);
+  EXPECT_FALSE(changes[1].beyond());
+  EXPECT_EQ(changes[2].metric, "fast_1@1 (eager)");
+  EXPECT_DOUBLE_EQ(changes[2].delta, 0.75 / 4);
+  // The same run against itself: no change, an interval of [0, 0], not beyond it.
+  const auto same = compare_runs(compute_metrics(before, o).overall, compute_metrics(before, o).overall, o);
+  EXPECT_DOUBLE_EQ(same[0].delta, 0);
+  EXPECT_FALSE(same[0].beyond());
+  // A change on a few tasks, against noise: one task of 40 gains, the interval reaches 0.
+  auto one = before;
+  for (int j = 0; j < 4; ++j) one[j] = verdict("t0", "correct");
+  const auto small = compare_runs(compute_metrics(before, o).overall, compute_metrics(one, o).overall, o);
+  EXPECT_GT(small[0].delta, 0);
+  EXPECT_FALSE(small[0].beyond());
+  // An untimed run: pass@k only.
+  std::vector<Verdict> cpu{verdict("t0", "correct")};
+  EXPECT_EQ(compare_runs(compute_metrics(before, o).overall, compute_metrics(cpu, o).overall, o).size(), 2u);
+}
+
 TEST(Report, ThreeFormsOfTwoRuns) {
   std::vector<Verdict> a{verdict("level1/1_relu", "correct", 1.5), verdict("level1/1_relu", "incorrect"),
                          verdict("level1/2_x", "incorrect"), verdict("level1/2_x", "correct", 3.0)};
@@ -160,7 +234,15 @@ TEST(Report, ThreeFormsOfTwoRuns) {
   EXPECT_NE(md.find("## Level 1"), std::string::npos);
   EXPECT_NE(md.find("| hack.monkeypatch | 0 | 1 |"), std::string::npos);
   EXPECT_NE(md.find("| fast_1@1 (eager) | 50.0% | 25.0% |"), std::string::npos);
+  EXPECT_NE(md.find("| pass@1, 95% interval over tasks | [50.0%, 50.0%] | [0.0%, 100.0%] |"), std::string::npos);
+  EXPECT_NE(md.find("## Change from the run before"), std::string::npos);
+  EXPECT_NE(md.find("| tuned | base<&> | pass@1 | 2 | 50.0% | 50.0% | +0.0 pts |"), std::string::npos);
   const Json j = report_json(runs);
+  EXPECT_EQ(j["changes"][0]["run"], "tuned");
+  EXPECT_EQ(j["changes"][0]["against"], "base<&>");
+  EXPECT_EQ(j["changes"][0]["change"]["metric"], "pass@1");
+  EXPECT_EQ(j["changes"][0]["change"]["tasks"], 2);
+  EXPECT_EQ(j["runs"][0]["metrics"]["overall"]["intervals"]["pass"]["pass@1"].size(), 2u);
   EXPECT_EQ(j["runs"][1]["metrics"]["overall"]["stages"]["functionality"], 2);
   EXPECT_EQ(j["runs"][0]["metrics"]["overall"]["pass"]["pass@1"], 0.5);
   EXPECT_TRUE(j["runs"][0]["metrics"]["overall"]["pass"]["pass@5"].is_null());
@@ -175,6 +257,8 @@ TEST(Report, ThreeFormsOfTwoRuns) {
   EXPECT_NE(html.find("k (samples per task)"), std::string::npos);  // labelled axes
   EXPECT_NE(html.find(">samples</text>"), std::string::npos);
   EXPECT_NE(html.find("<h2>Per task</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<h2>Change from the run before</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>tuned</td><td>base&lt;&amp;&gt;</td><td>pass@1</td>"), std::string::npos);
   EXPECT_NE(html.find("<td>level1/2_x</td><td class=n>2</td><td class=n>1</td><td class=n>3.000x</td>"),
             std::string::npos);
   EXPECT_NE(md.find("| tuned | level1/2_x | 2 | 2 | 1.100x | - |"), std::string::npos);
