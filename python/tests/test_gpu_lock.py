@@ -115,6 +115,33 @@ def test_a_timer_does_not_wait_for_a_sharer_that_let_go_and_excludes_it_after(lo
     assert events[("candidate", "shared again")] >= events[("timing", "out")], "the share came back mid-timing"
 
 
+def _steps_yielding(lock_path, log, name):
+    """A long share of GPU steps that yields to queued timers between them (a reference's trial)."""
+    gpu = GpuLock(lock_path)
+    with gpu.shared():
+        for step in range(6):
+            time.sleep(0.15)
+            log.put((name, f"step {step}", time.monotonic()))
+            gpu.yield_to_timers()
+    log.put((name, "out", time.monotonic()))
+
+
+def test_a_long_share_yields_to_a_queued_timer_between_its_steps(lock_path):
+    events = _run((_steps_yielding, lock_path, "reference"), (_hold, lock_path, "exclusive", 0.2, "timing", 0.2))
+    assert events[("timing", "in")] < events[("reference", "step 3")], "the timer waited out the whole share"
+    # The step the timer arrived in ended first; the next step came after the timed calls.
+    after = [k for k in range(6) if events[("reference", f"step {k}")] > events[("timing", "in")]]
+    assert after and events[("reference", f"step {after[0]}")] >= events[("timing", "out")] + 0.1
+
+
+def test_without_a_queued_timer_yielding_keeps_the_share(lock_path):
+    gpu = GpuLock(lock_path)
+    with gpu.shared():
+        gpu.yield_to_timers()
+        assert gpu.sharing and gpu.record["holds"] == 0  # never let go: no hold ended
+    assert gpu.record["holds"] == 1
+
+
 def test_the_compile_hooks_let_go_of_the_share_and_take_it_back(lock_path):
     """The wiring of candidate.py's Triton hooks (the interpreter never compiles, so they are
     called here as Triton's JIT calls them, around a compile)."""

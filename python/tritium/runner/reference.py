@@ -160,6 +160,7 @@ def _trial(
     atol: float = 1e-4,
     check_task: bool = True,
     phases: dict | None = None,
+    gpu: GpuLock | None = None,
 ) -> tuple:
     """Inputs, reference outputs, resolved distribution and the reference's own error of one trial,
     falling back to a distribution the task accepts: finite outputs, and (with a float64 twin)
@@ -169,9 +170,13 @@ def _trial(
     (the comparer widens the tolerance by it, ILL_CONDITIONED_FACTOR), else None. `check_task`
     false: the task's own inputs are known to be well-conditioned (an earlier trial's: one float64
     pass of a GPU-size task fewer). `phases` gathers the time of the draws and forwards, and of
-    the float64 checks."""
+    the float64 checks. `gpu`: the caller's share, yielded to queued timers between the attempts and
+    before the float64 check (each a GPU-size forward or two, which a timer's drain would wait out:
+    a softmax reference's trial held one share for 4.3 s on the H200, 2026-12-04)."""
     phases = {} if phases is None else phases
-    for distribution in trial_inputs.fallbacks(spec["distribution"]):
+    for attempt, distribution in enumerate(trial_inputs.fallbacks(spec["distribution"])):
+        if attempt and gpu is not None:  # a queued timer's drain waits out one attempt, not three
+            gpu.yield_to_timers()
         with phase(phases, "forward"):
             values, drawn = allocation_above(
                 device, trial_inputs.trial_values, module, {**spec, "distribution": distribution}, seed, device
@@ -179,6 +184,8 @@ def _trial(
             outputs, needed = allocation_above(device, _forward, model, values, spec["mode"], device)
             phases["draw_bytes"] = max(phases.get("draw_bytes", 0), drawn)
             phases["forward_bytes"] = max(phases.get("forward_bytes", 0), needed)
+        if gpu is not None and model64 is not None:
+            gpu.yield_to_timers()
         if distribution == "task":
             with phase(phases, "float64"):
                 well, errors = _conditioning(
@@ -321,9 +328,12 @@ def _time_references(model, module, device: str, gpu: GpuLock, seed: int) -> dic
             # autotuning of its kernels, the call). The GPU work holds a share, so that none of it
             # runs into another process's timed calls: unlocked, an honest cumsum timed 2.4 ms in 12
             # of its 23 calls and up to 34 ms in the others (H200, 2026-12-03).
-            with phase(phases, "compile"), gpu.shared(), unshared_while_compiling(gpu):
+            with phase(phases, "compile"):
+                # Outside the share: the first torch.compile() of a process imports Inductor (1.4-1.6 s
+                # in a forked worker on the H200), host work that held every drain of the GPU's sharers.
                 compiled = torch.compile(model)
-                compiled(*fresh(-100))
+                with gpu.shared(), unshared_while_compiling(gpu):
+                    compiled(*fresh(-100))
             fns["compile"] = compiled
         except Exception as exc:  # noqa: BLE001 - torch.compile may fail on a valid task
             errors["compile"] = f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -387,6 +397,7 @@ def _run_trials(
                 atol,
                 task_checked is not True,
                 phases,
+                gpu,
             )
         except TaskFailure as failure:
             if spec.get("variant") and not out_of_memory(failure):  # the task does not scale with its batch size
