@@ -138,7 +138,12 @@ def load_config(config_path: str) -> dict:
 
 def run(config_path: str) -> dict:
     """Runs the config's stages; what they made: {config, out, stages, checkpoints, eval, report}."""
-    config = load_config(config_path)
+    return run_config(load_config(config_path), config_path)
+
+
+def run_config(config: dict, config_path: str) -> dict:
+    """run() on a config already loaded and checked (the reward ablation runs variants of one);
+    `config_path` names it, and its stem is the default run name."""
     stages = config.get("stages", list(STAGES))
     out = pathlib.Path(config.get("out", "runs/" + pathlib.Path(config_path).stem))
     out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,111 @@
+"""`python -m tritium.train.ablation --config FILE.toml [--rewards hrd,blended]`: RL from one SFT
+checkpoint once per reward scheme, on the same tasks, budget and seeds, then one report.
+
+The ablation TritonRL's claim rests on (HRD against a blended reward, issue 24). The config's run
+must have its data and SFT stages done (its `out` holds the SFT checkpoint and its eval). Each
+scheme gets `OUT/ablation/SCHEME/`: the run's data and SFT linked in, then the config's RL and
+eval stages with `[rl] reward` set to the config's own reward config with that scheme. The report
+in `OUT/ablation/report/` puts SFT and the schemes side by side, in that order, so its "Change from
+the run before" gives the first scheme against SFT and each next scheme against the one before,
+each with its paired bootstrap interval over the held-out tasks (docs/metrics.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import pathlib
+import shutil
+import sys
+
+from .. import api
+from .evaluate import SAMPLES, pass_ks
+from .sft import latest_checkpoint
+
+SHARED = ("heldout.jsonl", "train_tasks.jsonl", "rl_tasks.jsonl", "sft.jsonl", "tasks.jsonl", "sft")
+
+
+def arm_config(config: dict, out: pathlib.Path, scheme: str) -> dict:
+    """The config of one scheme's arm: its own out, RL and eval only, the reward's scheme set."""
+    arm = copy.deepcopy(config)
+    arm["out"] = str(out)
+    arm["stages"] = ["rl", "eval"]
+    rl = arm.setdefault("rl", {})
+    rl["reward"] = json.dumps({**json.loads(rl.get("reward", "{}") or "{}"), "scheme": scheme})
+    arm.get("eval", {}).pop("base", None)  # the base model's eval, if any, is the run's
+    return arm
+
+
+def link_run(run: pathlib.Path, arm: pathlib.Path) -> None:
+    """The run's data and SFT in the arm's directory, linked (an SFT checkpoint is hundreds of MB)."""
+    arm.mkdir(parents=True, exist_ok=True)
+    for name in SHARED:
+        source, link = run / name, arm / name
+        if source.exists() and not link.exists():
+            link.symlink_to(source.resolve(), target_is_directory=source.is_dir())
+
+
+def ablate(config_path: str, schemes: list[str]) -> dict:
+    """Runs each scheme's arm, then the report; what it made: {arms, report, changes}."""
+    from .__main__ import load_config, run_config
+
+    config = load_config(config_path)
+    run = pathlib.Path(config.get("out", "runs/" + pathlib.Path(config_path).stem))
+    sft_eval = run / "eval" / "sft" / "verdicts.jsonl"
+    if latest_checkpoint(run / "sft") is None or not sft_eval.exists():
+        raise ValueError(f"{run} has no SFT checkpoint and SFT eval: run the config's data, sft and eval stages first")
+    if len(set(schemes)) != len(schemes) or not schemes:
+        raise ValueError(f"--rewards {','.join(schemes)}: name each scheme once")
+    for scheme in schemes:  # a bad name stops here, not after the first arm's RL
+        api.reward_config(json.loads(arm_config(config, run, scheme)["rl"]["reward"]))
+    root = run / "ablation"
+    inputs = root / "report-inputs"  # named copies: every arm's verdict file is eval/rl/verdicts.jsonl
+    inputs.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(sft_eval, inputs / "sft.jsonl")
+    arms = {}
+    for scheme in schemes:
+        out = root / scheme
+        link_run(run, out)
+        print(f"ablation: {scheme} in {out}", flush=True)
+        arms[scheme] = run_config(arm_config(config, out, scheme), f"{config_path} ({scheme})")
+        shutil.copyfile(out / "eval" / "rl" / "verdicts.jsonl", inputs / f"{scheme}.jsonl")
+    samples = int(config.get("eval", {}).get("samples", SAMPLES))
+    files = [inputs / "sft.jsonl"] + [inputs / f"{s}.jsonl" for s in schemes]
+    api.report(files, root / "report", ks=pass_ks(samples))
+    report = json.loads((root / "report" / "report.json").read_text())
+    for c in report["changes"]:
+        print(f"ablation: {change_line(c)}", flush=True)
+    return {"arms": arms, "report": str(root / "report"), "changes": report["changes"]}
+
+
+def change_line(entry: dict) -> str:
+    c = entry["change"]
+    low, high = c["interval"] or (None, None)
+    interval = "no interval" if low is None else f"95% interval [{100 * low:+.1f}, {100 * high:+.1f}] pts"
+    verdict = "beyond it" if c["beyond"] else "within it"
+    return (
+        f"{entry['run']} against {entry['against']}, {c['metric']} on {c['tasks']} tasks: "
+        f"{100 * c['before']:.1f}% -> {100 * c['after']:.1f}% ({100 * c['delta']:+.1f} pts; {interval}, {verdict})"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tritium.train.ablation",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", required=True, help="the run's TOML file (its data and sft stages done)")
+    parser.add_argument("--rewards", default="hrd,blended", help="reward schemes, comma-separated (docs/rewards.md)")
+    args = parser.parse_args(argv)
+    try:
+        ablate(args.config, [s for s in args.rewards.split(",") if s])
+    except (ValueError, FileNotFoundError) as e:
+        print(f"tritium: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
