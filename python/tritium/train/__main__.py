@@ -141,11 +141,16 @@ def run(config_path: str) -> dict:
     return run_config(load_config(config_path), config_path)
 
 
+def run_dir(config: dict, config_path: str) -> pathlib.Path:
+    """Where a config's stages write: its `out`, else runs/<the config file's stem>."""
+    return pathlib.Path(config.get("out", "runs/" + pathlib.Path(config_path).stem))
+
+
 def run_config(config: dict, config_path: str) -> dict:
     """run() on a config already loaded and checked (the reward ablation runs variants of one);
     `config_path` names it, and its stem is the default run name."""
     stages = config.get("stages", list(STAGES))
-    out = pathlib.Path(config.get("out", "runs/" + pathlib.Path(config_path).stem))
+    out = run_dir(config, config_path)
     out.mkdir(parents=True, exist_ok=True)
     seed = int(config.get("seed", 0))
     from accelerate import PartialState

@@ -48,10 +48,10 @@ def link_run(run: pathlib.Path, arm: pathlib.Path) -> None:
 
 def ablate(config_path: str, schemes: list[str]) -> dict:
     """Runs each scheme's arm, then the report; what it made: {arms, report, changes}."""
-    from .__main__ import load_config, run_config
+    from .__main__ import load_config, run_config, run_dir
 
     config = load_config(config_path)
-    run = pathlib.Path(config.get("out", "runs/" + pathlib.Path(config_path).stem))
+    run = run_dir(config, config_path)
     sft_eval = run / "eval" / "sft" / "verdicts.jsonl"
     if latest_checkpoint(run / "sft") is None or not sft_eval.exists():
         raise ValueError(f"{run} has no SFT checkpoint and SFT eval: run the config's data, sft and eval stages first")
@@ -72,8 +72,7 @@ def ablate(config_path: str, schemes: list[str]) -> dict:
         shutil.copyfile(out / "eval" / "rl" / "verdicts.jsonl", inputs / f"{scheme}.jsonl")
     samples = int(config.get("eval", {}).get("samples", SAMPLES))
     files = [inputs / "sft.jsonl"] + [inputs / f"{s}.jsonl" for s in schemes]
-    api.report(files, root / "report", ks=pass_ks(samples))
-    report = json.loads((root / "report" / "report.json").read_text())
+    report = api.report(files, root / "report", ks=pass_ks(samples))
     for c in report["changes"]:
         print(f"ablation: {change_line(c)}", flush=True)
     return {"arms": arms, "report": str(root / "report"), "changes": report["changes"]}
