@@ -60,6 +60,19 @@ def test_the_runtime_checks_name_what_they_caught(cheat_verdicts):
     assert "eval.mismatch" in rules["deep_dot_bf16.py"]
 
 
+def test_a_candidate_whose_checks_failed_is_not_timed(cheat_verdicts):
+    """Its verdict is made: the timed calls (and their spot sets) are skipped, on the comparer's word
+    (a wrong set) or the worker's own (an input changed). A correct one runs them; one that claims
+    the skip after correct trials (forged_skip.py) is judged by the spot sets it never shipped."""
+    for name, rule in (("wrong_kernel.py", "eval.mismatch"), ("input_mutation.py", "eval.input_mutated")):
+        verdict = cheat_verdicts[name]
+        assert rule in {f["rule"] for f in verdict["findings"]}, verdict["findings"]
+        assert "ship_spots" not in verdict["phases_ms"] and "eval.timed_output" not in str(verdict["findings"])
+    assert "ship_spots" in cheat_verdicts["honest_relu.py"]["phases_ms"]
+    forged = cheat_verdicts["forged_skip.py"]
+    assert forged["status"] == "incorrect" and "never reached the comparer" in forged["message"], forged["message"]
+
+
 def test_an_ill_conditioned_task_allows_the_references_own_error_and_says_so(cheat_verdicts):
     """K = 32768: torch's float32 matmul is itself past 1e-4 from float64 near small outputs, so an
     honest kernel summing in another order is held to a multiple of that error, with a warning."""

@@ -315,7 +315,10 @@ void judge(const Reply& reply, const Reply& comparison, const Json& plan, Verdic
   compare_trials(trials, planned, worker_ok, cmp, out, totals);
   note_ill_conditioned(planned, comparison, out);
   if (worker_ok) {
-    compare_spots(timed, plan.value("spots", 0), cmp, out, totals);
+    // A worker whose checked trials failed skips its timed calls (candidate.py); its word counts
+    // only where the comparer's results or its trials already failed it.
+    const bool failed = status_rank(verdict.status) <= status_rank("incorrect");
+    if (!(failed && timed.contains("skipped"))) compare_spots(timed, plan.value("spots", 0), cmp, out, totals);
   } else if (const std::string stage = body.value("stage", std::string());
              (stage == "channel" || stage == "runner") && !cmp.ok()) {
     // The comparer failed first (the engine then closes the channel, which the worker sees

@@ -228,13 +228,13 @@ def _mutated(values: list, task, spec: dict, seed: int, device: str) -> int | No
     return None
 
 
-def _ship(channel, gpu: GpuLock, what: dict, outputs: list, deadline: float | None) -> None:
+def _ship(channel, gpu: GpuLock, what: dict, outputs: list, deadline: float | None) -> bool:
     """Hands a set of outputs to the comparer without a share of the GPU: the comparer holds one
     for the set, copies included, and a timer queued meanwhile would otherwise keep the two
-    waiting on each other until the timer's own wait ran out."""
+    waiting on each other until the timer's own wait ran out. True unless the set was wrong."""
     gpu.let_go()
     try:
-        channel.ship(what, outputs, deadline)
+        return channel.ship(what, outputs, deadline)
     except (ChannelError, OSError) as exc:
         raise Failure("channel", f"the outputs did not reach the comparer: {exc}") from None
     finally:
@@ -243,10 +243,11 @@ def _ship(channel, gpu: GpuLock, what: dict, outputs: list, deadline: float | No
 
 def _checked_trials(
     model, task, request: dict, monitor: Monitor, filename: str, gpu: GpuLock, phases: dict
-) -> list[dict]:
-    """The planned trials, one set at a time; phases "trial.*" say where their time went."""
+) -> tuple[list[dict], str]:
+    """The planned trials, one set at a time; phases "trial.*" say where their time went. Also
+    what failed them, if anything did (a set the comparer found wrong, an input changed)."""
     device, seed, channel = request["device"], int(request["seed"]), request["channel_end"]
-    report = []
+    report, failed = [], ""
     for trial in request["trials"]:
         with phase(phases, "trial.hold"):
             gpu.hold()  # a compile that raised and was caught never handed the share back
@@ -264,10 +265,12 @@ def _checked_trials(
         with phase(phases, "trial.release"):
             release_cached(device)  # the inputs' blocks: the comparer makes its own while the outputs cross
         with phase(phases, "trial.ship"):
-            _ship(channel, gpu, {"kind": "trial", "index": spec["index"]}, outputs, request.get("deadline"))
+            matched = _ship(channel, gpu, {"kind": "trial", "index": spec["index"]}, outputs, request.get("deadline"))
         del outputs
+        if not failed and (not matched or seen["input_mutated"] is not None):
+            failed = f"trial {trial['index']}: " + ("wrong outputs" if not matched else "an input changed in place")
         report.append({"index": trial["index"], "mode": trial["mode"], **seen})
-    return report
+    return report, failed
 
 
 def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: GpuLock, phases: dict) -> dict:
@@ -387,7 +390,9 @@ def _done(channel) -> None:
 
 
 def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: GpuLock, answer: dict) -> None:
-    """evaluate()'s steps; on the GPU they hold its lock shared, the timed phase exclusively."""
+    """evaluate()'s steps; on the GPU they hold its lock shared, the timed phase exclusively. A
+    candidate whose checked trials failed is not timed: its verdict is made, and on a GPU-size
+    task the timed calls and the rounds they queue in cost seconds of everyone's time."""
     phases = answer["phases_ms"]
     if device.startswith("cuda"):
         _let_go_while_compiling(gpu, phases)
@@ -399,12 +404,17 @@ def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: 
         model, kernels = _load(request, filename, device)
     answer["kernels"] = kernels
     with phase(phases, "checked"):
-        answer["trials"] = _checked_trials(model, request["task_module"], request, monitor, filename, gpu, phases)
+        answer["trials"], failed = _checked_trials(
+            model, request["task_module"], request, monitor, filename, gpu, phases
+        )
     release_cached(device)
     note_peak(phases, "checked", device)
     request["kernels"] = kernels
-    answer["timed"] = _timed_phase(model, request, monitor, filename, gpu, phases)
-    note_peak(phases, "timed", device)
+    if failed:  # incorrect already: timing it would only hold the GPU (the judge checks the claim)
+        answer["timed"] = {"skipped": failed}
+    else:
+        answer["timed"] = _timed_phase(model, request, monitor, filename, gpu, phases)
+        note_peak(phases, "timed", device)
     answer["ok"] = True
 
 

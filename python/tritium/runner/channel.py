@@ -11,7 +11,7 @@ The engine creates the channel for each job: a memfd (the buffer: two halves of 
 two pipes, `ready` (worker -> comparer: JSON lines) and `go` (comparer -> worker). Per set:
   worker: {"kind", "index", "outputs": [{dtype, shape}...]}   comparer: {"send": bool}
   (if send) worker: {"chunk": 0|1, "bytes": n} per half filled  comparer: {"free": 0|1} per half used
-  comparer: {"go": true}
+  comparer: {"go": true, "match": bool}
 A set whose shapes or dtypes are wrong is judged on its layout alone (send false). On a GPU the
 halves move to device memory once per job: with its first {"send": true} the comparer may add
 "device": true, having allocated them (device_memory.py) and handed their descriptor over the Unix
@@ -136,9 +136,10 @@ class CandidateEnd(_End):
         self.listener = _listen(self.socket_path) if self.socket_path else None
         self.bound_inode = os.stat(self.socket_path).st_ino if self.listener is not None else None
 
-    def ship(self, what: dict, outputs: list[torch.Tensor], deadline: float | None) -> None:
+    def ship(self, what: dict, outputs: list[torch.Tensor], deadline: float | None) -> bool:
         """Describes `outputs`; if the comparer wants their data (their shapes and dtypes are the
-        expected ones), streams it, half a buffer at a time; then waits to be let go on."""
+        expected ones), streams it, half a buffer at a time; then waits to be let go on. True
+        unless the comparer found the set wrong."""
         self.send(
             {
                 **what,
@@ -150,7 +151,7 @@ class CandidateEnd(_End):
             self._adopt(deadline)
         if reply["send"] is True:
             self._stream(outputs, deadline)
-        self._expect(deadline, "go")
+        return self._expect(deadline, "go").get("match") is not False
 
     def _expect(self, deadline: float | None, key: str) -> dict:
         reply = self.receive(deadline)
@@ -337,5 +338,7 @@ class ComparerEnd(_End):
         self.offer_ms = (time.perf_counter() - began) * 1e3
         return True
 
-    def go(self) -> None:
-        self.send({"go": True})
+    def go(self, match: bool = True) -> None:
+        """Lets the worker go on, saying whether its set matched: a worker whose checked outputs
+        were wrong skips its timed calls (their speed is worth nothing; the verdict is made)."""
+        self.send({"go": True, "match": bool(match)})

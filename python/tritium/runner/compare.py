@@ -251,7 +251,7 @@ def compare(request: dict) -> dict:
                     with phase(phases, "release"):
                         release_cached(device)  # nothing held while the worker goes on
             answer["sets"].append(result)
-            end.go()
+            end.go(result.get("match") is not False)
         if end.device_buffer is not None:  # the sets crossed the device (the phase marks it in verdicts)
             answer["device_halves"] = end.device_buffer.size
             phases["offer"] = end.offer_ms
