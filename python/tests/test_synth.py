@@ -90,6 +90,38 @@ def test_the_binding_gives_what_the_cli_gives(tmp_path):
         raise AssertionError("a reversed difficulty range must raise")
 
 
+def test_the_size_profiles_order_their_tasks_tensors(tmp_path):
+    """mid sits between cpu and gpu: the CLI and the binding both take it, and its tasks' bytes lie
+    between the two profiles' (each drawn from the same seed and options)."""
+    import tritium
+
+    run(
+        "synth",
+        "--count",
+        "30",
+        "--difficulty",
+        "1-3",
+        "--size",
+        "mid",
+        "--seed",
+        "4",
+        "--out",
+        str(tmp_path / "m.jsonl"),
+    )
+    cli = [json.loads(line) for line in (tmp_path / "m.jsonl").read_text().splitlines()]
+    medians = {}
+    for size in ("cpu", "mid", "gpu"):
+        tasks = tritium.synthesize(count=30, difficulty=(1, 3), seed=4, size=size)
+        assert {t["meta"]["size"] for t in tasks} == {size}
+        medians[size] = sorted(t["meta"]["bytes"] for t in tasks)[15]
+        if size == "mid":
+            assert [t["source"] for t in tasks] == [t["source"] for t in cli]
+            assert max(t["meta"]["bytes"] for t in tasks) < 2**30
+    assert medians["cpu"] < medians["mid"] < medians["gpu"], medians
+    result = subprocess.run([TRITIUM, "synth", "--size", "huge"], capture_output=True, text=True)
+    assert result.returncode != 0 and "mid" in result.stderr
+
+
 def test_reference_solutions_are_correct_under_the_engine(tmp_path):
     suite = tmp_path / "sol.jsonl"
     out = run(

@@ -138,7 +138,7 @@ def test_rl_size_gpu_gives_rl_its_own_gpu_size_tasks_and_a_bad_size_stops_before
     from tritium.train.__main__ import data_stage, rl_tasks
 
     data = {"count": 4, "difficulty": "1", "ops": "unary", "heldout": 1, "device": "cpu"}
-    with pytest.raises(ValueError, match="rl_size"):
+    with pytest.raises(ValueError, match="rl_size must be one of cpu, mid, gpu"):
         data_stage({**data, "rl_size": "huge"}, tmp_path, seed=3)
     assert not (tmp_path / "tasks.jsonl").exists()
     assert rl_tasks(tmp_path) == tmp_path / "train_tasks.jsonl"

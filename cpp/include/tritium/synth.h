@@ -99,7 +99,12 @@ struct OpSpec {
 std::span<const OpSpec> catalog();
 const OpSpec* find_op(std::string_view name);
 
-enum class SizeProfile : std::uint8_t { cpu, gpu };
+/// Shape bands (docs/synth.md): cpu (references well under 50 ms on one core), mid (a GPU band of
+/// tens of MB: timed above the engine's floor, judged in seconds; RL's rewards), gpu (up to GBs).
+enum class SizeProfile : std::uint8_t { cpu, mid, gpu };
+std::string_view size_name(SizeProfile size);
+/// "cpu", "mid" or "gpu"; nullopt otherwise.
+std::optional<SizeProfile> parse_size(std::string_view name);
 
 struct SynthOptions {
   std::size_t count = 100;
@@ -112,7 +117,7 @@ struct SynthOptions {
 };
 
 /// SynthOptions from JSON: {count, difficulty: K | "K1-K2" | [K1, K2], ops: "unary,reduction" | [names],
-/// seed, size: "cpu" | "gpu", threads, with_solutions}; absent keys default. Errors name the key.
+/// seed, size: "cpu" | "mid" | "gpu", threads, with_solutions}; absent keys default. Errors name the key.
 Result<SynthOptions> synth_options_from_json(const Json& json);
 /// "3" or "1-8": compute operators per task.
 std::optional<Error> parse_difficulty(std::string_view text, SynthOptions& options);

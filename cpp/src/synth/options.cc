@@ -6,6 +6,24 @@
 
 namespace tritium::synth {
 
+std::string_view size_name(SizeProfile size) {
+  switch (size) {
+    case SizeProfile::cpu:
+      return "cpu";
+    case SizeProfile::mid:
+      return "mid";
+    case SizeProfile::gpu:
+      return "gpu";
+  }
+  return "cpu";
+}
+
+std::optional<SizeProfile> parse_size(std::string_view name) {
+  for (const auto size : {SizeProfile::cpu, SizeProfile::mid, SizeProfile::gpu})
+    if (size_name(size) == name) return size;
+  return std::nullopt;
+}
+
 std::optional<Error> parse_difficulty(std::string_view text, SynthOptions& o) {
   const std::string s(text);
   const std::size_t dash = s.find('-');
@@ -51,9 +69,9 @@ Result<SynthOptions> synth_options_from_json(const Json& json) {
   auto categories = parse_categories(list);
   if (!categories) return Error{"synth options: ops: " + categories.error().message};
   o.categories = *categories;
-  if (size != "cpu" && size != "gpu")
-    return Error{fmt::format("synth options: \"size\" must be cpu or gpu, not '{}'", size)};
-  o.size = size == "gpu" ? SizeProfile::gpu : SizeProfile::cpu;
+  const auto profile = parse_size(size);
+  if (!profile) return Error{fmt::format("synth options: \"size\" must be cpu, mid or gpu, not '{}'", size)};
+  o.size = *profile;
   return o;
 }
 

@@ -67,7 +67,7 @@ ShardOut run_shard(const SynthOptions& o, std::size_t shard, std::size_t first_i
       const std::uint64_t hash = canonical_hash(*g, *values);
       if (!seen.insert(hash).second) continue;
       const std::size_t index = first_index + i;
-      Json meta = {{"seed", o.seed}, {"index", index}, {"size", o.size == SizeProfile::cpu ? "cpu" : "gpu"}};
+      Json meta = {{"seed", o.seed}, {"index", index}, {"size", size_name(o.size)}};
       const std::string id = fmt::format("synth_{}_{:06d}", o.seed, index);
       if (o.with_solutions) {
         const auto solution = emit_solution(*g, *values, id);
@@ -85,7 +85,7 @@ ShardOut run_shard(const SynthOptions& o, std::size_t shard, std::size_t first_i
       out.error =
           Error{fmt::format("could not synthesize a task of difficulty {} from these operators within the "
                             "'{}' size profile after {} tries; widen the difficulty or the ops",
-                            difficulty, o.size == SizeProfile::cpu ? "cpu" : "gpu", kGraphsPerTask)};
+                            difficulty, size_name(o.size), kGraphsPerTask)};
       return out;
     }
   }

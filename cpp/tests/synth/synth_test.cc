@@ -128,6 +128,29 @@ TEST(Synthesize, GivesDistinctTasksInTheDifficultyRangeWithTheirMeta) {
   }
 }
 
+// Each profile keeps its tasks inside its band; mid's largest tensor is 16x under gpu's bound.
+TEST(Synthesize, EachSizeProfileKeepsItsTasksInItsBand) {
+  for (const auto size : {SizeProfile::cpu, SizeProfile::mid, SizeProfile::gpu}) {
+    auto o = options(1000, 1, 8);
+    o.size = size;
+    const auto tasks = synthesize(o);
+    ASSERT_TRUE(tasks) << size_name(size);
+    const Profile& p = profile(size);
+    std::vector<Task> plain;
+    for (const auto& t : *tasks) {
+      EXPECT_EQ(t.task.meta["size"], size_name(size));
+      EXPECT_GE(t.task.meta["est_ms"].get<double>(), p.min_ms);
+      EXPECT_LE(t.task.meta["est_ms"].get<double>(), p.max_ms);
+      plain.push_back(t.task);
+    }
+    EXPECT_EQ(coverage_stats(plain)["ops_missing"].get<int>(), 0) << size_name(size);
+  }
+  EXPECT_EQ(profile(SizeProfile::mid).max_elements * 16, profile(SizeProfile::gpu).max_elements);
+  for (const auto size : {SizeProfile::cpu, SizeProfile::mid, SizeProfile::gpu})
+    EXPECT_EQ(parse_size(size_name(size)), size);
+  EXPECT_FALSE(parse_size("huge"));
+}
+
 TEST(Synthesize, DrawsOnlyFromTheSelectedCategories) {
   auto o = options(200, 1, 4);
   o.categories = {Category::reduction, Category::shape};
@@ -357,6 +380,9 @@ TEST(SynthOptionsFromJson, TakesDifficultyAsKRangeOrPair) {
     EXPECT_EQ(o->categories.size(), 2u);
   }
   EXPECT_EQ(synth_options_from_json(Json{{"difficulty", 3}})->max_difficulty, 3);
+  EXPECT_EQ(synth_options_from_json(Json{{"size", "mid"}})->size, SizeProfile::mid);
+  EXPECT_EQ(synth_options_from_json(Json{{"size", "huge"}}).error().message,
+            "synth options: \"size\" must be cpu, mid or gpu, not 'huge'");
   EXPECT_EQ(synth_options_from_json(Json{{"difficulty", "3x"}}).error().message,
             "difficulty '3x': expected K or K1-K2, e.g. 3 or 1-8");
   EXPECT_NE(

@@ -30,13 +30,14 @@ from .rl import RLConfig, train_rl
 from .sft import SFTConfig, latest_checkpoint, train_sft
 
 STAGES = schema.STAGES
-RL_TASKS = "rl_tasks.jsonl"  # [data] rl_size = "gpu": RL's tasks, else the SFT tasks
+RL_TASKS = "rl_tasks.jsonl"  # [data] rl_size = "mid" or "gpu": RL's tasks, else the SFT tasks
+RL_SIZES = ("cpu", "mid", "gpu")
 
 
 def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
     rl_size = cfg.get("rl_size", "cpu")
-    if rl_size not in ("cpu", "gpu"):  # before the long work
-        raise ValueError(f'[data] rl_size must be "cpu" or "gpu", not {rl_size!r}')
+    if rl_size not in RL_SIZES:  # before the long work
+        raise ValueError(f"[data] rl_size must be one of {', '.join(RL_SIZES)}, not {rl_size!r}")
     tasks = out / "tasks.jsonl"
     drawn = {"difficulty": str(cfg.get("difficulty", "1-2")), "ops": cfg.get("ops", "")}  # RL's tasks too
     api.make_suite(out=tasks, count=int(cfg.get("count", 40)), seed=seed, with_solutions=True, **drawn)
@@ -50,14 +51,14 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
         f"dropped {stats['dropped']}"
     )
     (out / RL_TASKS).unlink(missing_ok=True)  # an earlier run's: rl_tasks() would pick it up
-    if rl_size == "gpu":  # RL's own tasks, big enough to time on a GPU (speed rewards over the floor)
+    if rl_size != "cpu":  # RL's own tasks, big enough to time on a GPU (speed rewards over the floor)
         # seed + 1: other graphs than the held-out tasks' (a size draws its own from a seed)
-        api.make_suite(out=out / RL_TASKS, count=len(lines) - heldout, seed=seed + 1, size="gpu", **drawn)
-        print(f"data: {len(lines) - heldout} GPU-size tasks for RL in {out / RL_TASKS}")
+        api.make_suite(out=out / RL_TASKS, count=len(lines) - heldout, seed=seed + 1, size=rl_size, **drawn)
+        print(f"data: {len(lines) - heldout} {rl_size}-size tasks for RL in {out / RL_TASKS}")
 
 
 def rl_tasks(out: pathlib.Path) -> pathlib.Path:
-    """RL's tasks: the GPU-size ones the data stage made with `rl_size = "gpu"`, else the SFT tasks."""
+    """RL's tasks: the ones the data stage made with `rl_size` "mid" or "gpu", else the SFT tasks."""
     gpu = out / RL_TASKS
     return gpu if gpu.exists() else out / "train_tasks.jsonl"
 
