@@ -69,8 +69,8 @@ def synthesize(
     the same for the same arguments whatever `threads`.
 
     `difficulty` is K, (K1, K2) or "K1-K2" compute operators; `ops` operator categories ("unary,reduction"
-    or a list); `size` "cpu", "mid" or "gpu" (docs/synth.md); `with_solutions` adds meta.solution and meta.plan where the
-    emitter can. Raises ValueError on bad options.
+    or a list); `size` "cpu", "mid" or "gpu" (docs/synth.md); `with_solutions` adds meta.solution and
+    meta.plan where the emitter can. Raises ValueError on bad options.
     """
     options = {
         "count": count,

@@ -51,7 +51,7 @@ TEST(MakeSuite, RefusesBadOptionsBeforeAnyWork) {
   EXPECT_EQ(suite_options_from_json(Json{{"device", "tpu"}}).error().message,
             "suite options: \"device\" must be cpu or cuda, not 'tpu'");
   EXPECT_EQ(suite_options_from_json(Json{{"size", "huge"}}).error().message,
-            "synth options: \"size\" must be cpu or gpu, not 'huge'");
+            "synth options: \"size\" must be cpu, mid or gpu, not 'huge'");
   auto o = suite_options_from_json(Json{{"count", 0}});
   ASSERT_TRUE(o);
   EXPECT_EQ(make_suite(*o).error().message, "count must be at least 1");

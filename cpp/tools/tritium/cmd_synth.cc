@@ -99,8 +99,9 @@ void add_synth_command(CLI::App& root, Commands& commands) {
       ->capture_default_str();
   app->add_option("--ops", o->ops, "Operator categories to draw from, comma-separated (default: all)");
   app->add_option("--seed", s.synth.seed, "Seed: the same options and seed give the same tasks")->capture_default_str();
-  app->add_option("--size", o->size, "Size profile: cpu (references under ~50 ms on one core), mid (tensors up to 64 MiB: RL on a GPU) or "
-                 "gpu (an H200 band, up to GBs)")
+  app->add_option("--size", o->size,
+                  "Size profile: cpu (references under ~50 ms on one core), mid (tensors up to 64 MiB: RL on a GPU) or "
+                  "gpu (an H200 band, up to GBs)")
       ->check(CLI::IsMember({"cpu", "mid", "gpu"}))
       ->capture_default_str();
   app->add_option("--out", s.out, "A .jsonl suite, or a directory of .py tasks plus meta.jsonl (default: stdout)");
