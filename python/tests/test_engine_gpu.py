@@ -49,6 +49,24 @@ def test_example_solutions_are_correct_and_timed(engine):
         assert v["sandbox"]["root"] == "private" and v["sandbox"]["seccomp"] == "on", v["sandbox"]
 
 
+def test_lazy_reference_timing_times_only_tasks_with_a_correct_candidate():
+    """RL's engines time a task's references only once a candidate of it is correct; by default
+    every task's are timed beside the checks. Either way the correct candidate gets its speedups."""
+    relu, leaky = EXAMPLE_TASKS / "level1" / "01_relu.py", EXAMPLE_TASKS / "level1" / "02_leaky_relu.py"
+    batch = [
+        item("honest_relu.py"),
+        {"id": "wrong", "task": leaky.read_text(), "code": (RUNTIME / "wrong_kernel.py").read_text()},
+    ]
+    assert relu.exists() and leaky.exists()
+    for lazy, timed in ((True, 1), (False, 2)):
+        engine = tritium.Engine(device="cuda", static_check=False, timeout_s=60, lazy_reference_timing=lazy)
+        honest, wrong = engine.evaluate(batch)
+        assert honest["status"] == "correct" and honest["speedup_eager"] > 0, honest["message"]
+        assert wrong["status"] != "correct" and wrong["speedup_eager"] is None
+        assert engine.info()["reference_timings"] == timed and engine.info()["lazy_reference_timing"] is lazy
+        del engine
+
+
 def test_runtime_fixtures_get_their_statuses_on_the_gpu(engine):
     names = [n for n in EXPECTED if n not in ("fork_bomb.py", "memory_bomb.py", "stdout_flood.py", "infinite_loop.py")]
     for v in engine.evaluate([item(n) for n in names]):

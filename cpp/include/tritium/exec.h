@@ -111,6 +111,9 @@ struct EngineOptions {
   bool timing = true;                   // on a GPU: time the candidate and the references
   double timer_gather_s = 1.5;          // a timer ready to time waits up to this long for others to
                                         // time after the same drain of the GPU's sharers (timing.py)
+  bool lazy_reference_timing = false;   // time a task's references only once a candidate of it is
+                                        // correct (RL batches: most tasks get none); otherwise as
+                                        // soon as its outputs exist, beside its candidates' checks
   std::string cache;                    // SQLite verdict cache file; empty = none
   std::string work_dir;                 // empty = a fresh temporary directory, removed afterwards
   double memory_gb = 0;                 // per candidate worker, beyond the runtime (CPU only); 0 = auto:

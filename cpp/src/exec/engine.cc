@@ -278,7 +278,7 @@ struct Engine::Impl {
   // filled into verdicts when it lands, so candidates are checked while the reference compiles.
   // Kept when the reference's files are trimmed: a recomputed reference is the same.
   std::mutex timings_mutex;
-  std::map<std::string, std::shared_future<Json>> timings;  // keyed like references
+  std::map<std::string, std::shared_future<Json>> timings;  // keyed like references; its size: Engine::info
 
   WorkerPool candidates;  // one thread per slot
   WorkerPool timers;      // reference timings
@@ -442,7 +442,7 @@ struct Engine::Impl {
     const std::string key = ref_key(task);
     bool computed = false;
     auto ref = references->get(key, [&](const fs::path& dir) { return compute_reference(task, dir); }, &computed);
-    if (computed && ref->ok && timed()) start_timing(task, ref, key);
+    if (computed && ref->ok && timed() && !options.lazy_reference_timing) start_timing(task, ref, key);
     return ref;
   }
 
@@ -478,6 +478,11 @@ struct Engine::Impl {
             {"error", reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string()) : reply.detail}});
       }
     });
+  }
+
+  std::size_t reference_timings() {
+    std::lock_guard lock(timings_mutex);
+    return timings.size();
   }
 
   // The task's reference timing, still coming or landed; none when nothing is timed.
@@ -629,7 +634,10 @@ struct Engine::Impl {
         if (auto again = make_channel()) channel = std::move(again);
       }
     }
-    if (v.runtime_ms) timing = timing_for(task);
+    if (v.runtime_ms) {
+      if (options.lazy_reference_timing) start_timing(task, lease, ref_key(task));  // once per task
+      timing = timing_for(task);
+    }
     if (!options.keep_files) {
       std::error_code ec;
       fs::remove_all(*job, ec);
@@ -964,6 +972,8 @@ Json Engine::info() const {
           {"seed", impl_->seed},
           {"static_check", o.static_check},
           {"timing", o.timing && impl_->device == "cuda"},
+          {"lazy_reference_timing", o.lazy_reference_timing},
+          {"reference_timings", impl_->reference_timings()},  // tasks whose references were timed (or are)
           {"timeout_s", o.timeout_s},
           {"memory_gb", o.memory_gb},
           {"reference_cache_gb", static_cast<double>(impl_->references->budget()) / (1ull << 30)},

@@ -15,6 +15,7 @@ TEST(EngineOptionsFromJson, RoundTripsEveryField) {
   o.keep_files = true;
   o.memory_gb = 2.5;
   o.timer_gather_s = 0.25;
+  o.lazy_reference_timing = true;
   auto back = engine_options_from_json(to_json(o));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(to_json(*back), to_json(o));

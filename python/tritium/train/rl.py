@@ -366,7 +366,12 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     client = (
         RewardClient(endpoints, config=reward_config)
         if endpoints
-        else RewardClient(config=reward_config, device=cfg.engine_device, timeout_s=cfg.engine_timeout_s or None)
+        else RewardClient(
+            config=reward_config,
+            device=cfg.engine_device,
+            timeout_s=cfg.engine_timeout_s or None,
+            lazy_reference_timing=True,  # most of a step's tasks get no correct rollout: no speedup to compute
+        )
     )
     curriculum = Curriculum(tasks, parse_weights(cfg.level_weights), cfg.curriculum, cfg.promote_at)
     heldout = api.load_suite(cfg.heldout, with_source=True)["tasks"] if cfg.curriculum and cfg.heldout else []
