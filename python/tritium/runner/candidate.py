@@ -254,11 +254,15 @@ def _checked_trials(
         spec = trial_inputs.planned(trial)
         with phase(phases, "trial.inputs"):
             values = trial_inputs.trial_values(task, spec, seed, device)
+        with phase(phases, "trial.yield"):  # a queued timer's drain waits out a step, not the trial
+            gpu.yield_to_timers()
         with phase(phases, "trial.poison"):
             _poison_free_memory(device, int(trial.get("output_bytes", 0)) * 2)
         getattr(model, trial["mode"])()
         with phase(phases, "trial.call"):
             outputs, seen = _call(model, values, device, monitor, filename)
+        with phase(phases, "trial.yield"):
+            gpu.yield_to_timers()
         with phase(phases, "trial.mutation"):
             seen["input_mutated"] = _mutated(values, task, spec, seed, device)
         del values
