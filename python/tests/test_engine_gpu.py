@@ -45,6 +45,7 @@ def test_example_solutions_are_correct_and_timed(engine):
         assert v["status"] == "correct", (v["candidate_id"], v["message"])
         assert v["runtime_ms"] > 0 and v["ref_eager_ms"] > 0 and v["speedup_eager"] > 0
         assert v["runtime_stats"]["n"] >= 20 and 0 < v["coverage"] <= 1
+        assert "triton_driver" in v["phases_ms"]  # made before the share (runner/triton_driver.py)
         assert v["device"] == "cuda"
         assert v["sandbox"]["root"] == "private" and v["sandbox"]["seccomp"] == "on", v["sandbox"]
 

@@ -90,11 +90,15 @@ def main() -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    seed = None
     if args.role == "candidate":
         import triton.language  # noqa: F401 - imported once here, not in every forked worker
 
         from .candidate import evaluate, warm_up
+        from .triton_driver import DriverSeed
 
+        if device.startswith("cuda"):  # built beside the warm-up; the first request waits for it
+            seed = DriverSeed()
         warm_up()
         handlers = {"evaluate": evaluate}
     else:
@@ -127,6 +131,10 @@ def main() -> int:
                 "error": f"op {request.get('op')!r} is not served by a {args.role} runner",
             }
         else:
+            if seed is not None:  # every worker forked from here writes it into its private cache
+                from . import sandbox
+
+                sandbox.triton_seed, seed = seed.files(), None
             answer = run_in_worker(handler, request, request.get("timeout_s"))
         protocol.write_frame(channel, answer)
     return 0

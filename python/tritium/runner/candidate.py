@@ -18,6 +18,7 @@ import time
 import torch
 
 from . import inputs as trial_inputs
+from . import triton_driver
 from .channel import ChannelError
 from .monitor import Monitor, install_launch_hook, recording
 from .phases import add_since, phase
@@ -372,6 +373,8 @@ def evaluate(request: dict) -> dict:
         if device.startswith("cuda"):  # host work, outside the share: a queued timer's drain never waits on it
             with phase(answer["phases_ms"], "cuda_init"):
                 answer["phases_ms"].update(make_context(device))
+            with phase(answer["phases_ms"], "triton_driver"):
+                triton_driver.make_driver()
         waiting = time.perf_counter()
         with gpu.shared():
             add_since(answer["phases_ms"], "lock_wait", waiting)
@@ -400,6 +403,7 @@ def _evaluate(request: dict, filename: str, device: str, monitor: Monitor, gpu: 
     phases = answer["phases_ms"]
     if device.startswith("cuda"):
         _let_go_while_compiling(gpu, phases)
+        triton_driver.unshared_launchers(gpu)
         with phase(phases, "pin"):
             answer["channel_pinned"] = request["channel_end"].pin()
     install_launch_hook(monitor)

@@ -244,10 +244,21 @@ def _mapped_bytes() -> int:
     return 0
 
 
+# Triton's cache files that every candidate's private cache starts with (its driver module, built
+# once by the runner: triton_driver.py); set by the runner before it forks workers.
+triton_seed: dict[str, bytes] = {}
+
+
 def _private_dir(directory: str) -> None:
     import tempfile
 
+    from .triton_driver import seed_cache
+
     os.makedirs(os.path.join(directory, "triton"), exist_ok=True)
+    try:
+        seed_cache(os.path.join(directory, "triton"), triton_seed)
+    except OSError:
+        pass  # Triton compiles its driver module itself, as it would without the seed
     os.chdir(directory)
     os.environ.update(HOME=directory, TMPDIR=directory, TRITON_CACHE_DIR=os.path.join(directory, "triton"))
     # The runner chose its temporary directory before the fork (/tmp, read-only in the sandbox's root):

@@ -1,0 +1,50 @@
+"""Triton's driver module, built once per candidate runner and written into each worker's private
+cache (tritium/runner/triton_driver.py). The build itself needs a GPU toolchain (the GPU tests run
+it through the engine); here: its failure without one, the seed's files and where they may go."""
+
+import os
+
+import pytest
+
+from tritium.runner import sandbox, triton_driver
+
+
+def test_without_a_gpu_toolchain_the_build_gives_nothing_and_raises_nothing():
+    assert triton_driver.build_driver_files(timeout_s=60) == {}
+
+
+def test_the_seed_writes_the_cache_files_it_was_given(tmp_path):
+    built = tmp_path / "built"
+    (built / "abc123").mkdir(parents=True)
+    (built / "abc123" / "cuda_utils.so").write_bytes(b"\x7fELF module")
+    (built / "abc123" / "__grp__cuda_utils.json").write_text("{}")
+    files = triton_driver._cache_files(str(built))
+    assert files == {"abc123/cuda_utils.so": b"\x7fELF module", "abc123/__grp__cuda_utils.json": b"{}"}
+
+    seed = triton_driver.DriverSeed(build=lambda: files)
+    private = tmp_path / "worker" / "triton"
+    assert triton_driver.seed_cache(str(private), seed.files()) == 2
+    assert (private / "abc123" / "cuda_utils.so").read_bytes() == b"\x7fELF module"
+
+
+def test_the_seed_never_writes_outside_the_cache(tmp_path):
+    private = tmp_path / "triton"
+    files = {"../escaped.so": b"x", "/etc/absolute.so": b"y", "ok/inside.so": b"z"}
+    assert triton_driver.seed_cache(str(private), files) == 1
+    assert not (tmp_path / "escaped.so").exists() and (private / "ok" / "inside.so").exists()
+
+
+def test_a_workers_private_dir_starts_with_the_seed(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "triton_seed", {"k/cuda_utils.so": b"module"})
+    for name in ("HOME", "TMPDIR", "TRITON_CACHE_DIR"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    monkeypatch.chdir(tmp_path)
+    sandbox._private_dir(str(tmp_path / "job"))
+    assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "job" / "triton")
+    assert (tmp_path / "job" / "triton" / "k" / "cuda_utils.so").read_bytes() == b"module"
+
+
+@pytest.mark.parametrize("build", [lambda: {}, lambda: {"a/b.so": b"1"}])
+def test_the_seed_waits_for_its_build(build):
+    assert triton_driver.DriverSeed(build=build).files() == build()

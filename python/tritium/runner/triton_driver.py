@@ -1,0 +1,116 @@
+"""Triton's driver in a candidate's worker on a GPU: built before the worker takes its share of the
+GPU lock, from a module compiled once per runner, and launchers built outside the share.
+
+Each worker has a private Triton cache (sandbox.py), so Triton's driver module (`cuda_utils`, which
+Triton compiles from C with the host's compiler at its first use, seconds of CPU) would be compiled
+again in every worker, at the candidate's first launch: inside its share of the GPU lock, where a
+queued timer's drain, and every job behind the gate that timer closed, waited for it. Triton 3.6
+also compiles a launcher per kernel signature at the first launch, after the compile hooks that
+already let go of the share (candidate.py). So:
+- the runner compiles the driver module once, in a throwaway process with a throwaway cache
+  (`DriverSeed`), and keeps the cache's files in memory; every worker it forks writes them into
+  its private cache before the candidate runs (the candidate may change its copy: only its own);
+- a worker makes Triton's driver before it takes its share (`make_driver`), and builds launchers
+  without one (`unshared_launchers`).
+Everything here is an optimisation: when a step fails, Triton does what it always did.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+
+BUILD_TIMEOUT_S = 120.0
+# Builds the driver module the way Triton's CUDA driver does at its first use, into TRITON_CACHE_DIR.
+_BUILD = "from triton.backends.nvidia.driver import CudaUtils; CudaUtils()"
+
+
+def _cache_files(directory: str) -> dict[str, bytes]:
+    files = {}
+    for root, _, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                with open(path, "rb") as f:
+                    files[os.path.relpath(path, directory)] = f.read()
+    return files
+
+
+def build_driver_files(python: str = sys.executable, timeout_s: float = BUILD_TIMEOUT_S) -> dict[str, bytes]:
+    """The files Triton's cache holds after it built its CUDA driver module: relative path -> bytes;
+    empty when the build failed (no GPU toolchain, another backend)."""
+    with tempfile.TemporaryDirectory(prefix="tritium-triton-") as cache:
+        env = {**os.environ, "TRITON_CACHE_DIR": cache, "TRITON_INTERPRET": "0"}
+        try:
+            done = subprocess.run([python, "-c", _BUILD], env=env, capture_output=True, timeout=timeout_s)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        return _cache_files(cache) if done.returncode == 0 else {}
+
+
+class DriverSeed:
+    """The driver module's cache files, built in the background from the runner's start (its hello
+    does not wait) and handed to each worker before it forks (`files()` waits for the build)."""
+
+    def __init__(self, build=build_driver_files):
+        self._files: dict[str, bytes] = {}
+        self._thread = threading.Thread(target=self._run, args=(build,), daemon=True)
+        self._thread.start()
+
+    def _run(self, build) -> None:
+        self._files = build()
+
+    def files(self) -> dict[str, bytes]:
+        self._thread.join()
+        return self._files
+
+
+def seed_cache(directory: str, files: dict[str, bytes]) -> int:
+    """Writes `files` under the cache `directory` (relative paths only); returns how many."""
+    root = os.path.realpath(directory)
+    written = 0
+    for relative, data in files.items():
+        path = os.path.realpath(os.path.join(root, relative))
+        if os.path.commonpath([root, path]) != root:
+            continue
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+        written += 1
+    return written
+
+
+def make_driver() -> bool:
+    """Makes Triton's active driver now (its driver module loaded, or compiled where no seed was
+    written). False when Triton has none to make."""
+    try:
+        import triton
+
+        triton.runtime.driver.active.get_current_device()
+        return True
+    except Exception:  # noqa: BLE001 - the candidate's first launch then makes it, as before
+        return False
+
+
+def unshared_launchers(gpu) -> None:
+    """Builds each kernel's launcher (a C compile per signature in Triton 3.6) with the share let go."""
+    try:
+        import triton
+
+        driver = triton.runtime.driver.active
+        build = driver.launcher_cls
+    except Exception:  # noqa: BLE001
+        return
+    if getattr(build, "tritium_unshared", False):
+        return
+
+    def launcher(*args, **kwargs):
+        gpu.let_go()
+        try:
+            return build(*args, **kwargs)
+        finally:
+            gpu.hold()
+
+    launcher.tritium_unshared = True
+    driver.launcher_cls = launcher
