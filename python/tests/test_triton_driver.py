@@ -46,5 +46,16 @@ def test_a_workers_private_dir_starts_with_the_seed(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("build", [lambda: {}, lambda: {"a/b.so": b"1"}])
-def test_the_seed_waits_for_its_build(build):
-    assert triton_driver.DriverSeed(build=build).files() == build()
+def test_the_seed_hands_over_what_its_build_made(build):
+    seed = triton_driver.DriverSeed(build=build)
+    assert seed.files() == build() and seed.done()
+
+
+def test_nothing_waits_for_a_build_still_running():
+    import threading
+
+    release = threading.Event()
+    seed = triton_driver.DriverSeed(build=lambda: release.wait(30) and {"a/b.so": b"1"})
+    assert not seed.done()  # the runner forks workers without the seed meanwhile
+    release.set()
+    assert seed.files() == {"a/b.so": b"1"} and seed.done()

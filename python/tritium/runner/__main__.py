@@ -97,7 +97,7 @@ def main() -> int:
         from .candidate import evaluate, warm_up
         from .triton_driver import DriverSeed
 
-        if device.startswith("cuda"):  # built beside the warm-up; the first request waits for it
+        if device.startswith("cuda"):  # built beside the warm-up; no request waits for it
             seed = DriverSeed()
         warm_up()
         handlers = {"evaluate": evaluate}
@@ -131,7 +131,7 @@ def main() -> int:
                 "error": f"op {request.get('op')!r} is not served by a {args.role} runner",
             }
         else:
-            if seed is not None:  # every worker forked from here writes it into its private cache
+            if seed is not None and seed.done():  # every worker forked from here writes it into its cache
                 from . import sandbox
 
                 sandbox.triton_seed, seed = seed.files(), None

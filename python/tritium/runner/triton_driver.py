@@ -8,8 +8,9 @@ queued timer's drain, and every job behind the gate that timer closed, waited fo
 also compiles a launcher per kernel signature at the first launch, after the compile hooks that
 already let go of the share (candidate.py). So:
 - the runner compiles the driver module once, in a throwaway process with a throwaway cache
-  (`DriverSeed`), and keeps the cache's files in memory; every worker it forks writes them into
-  its private cache before the candidate runs (the candidate may change its copy: only its own);
+  (`DriverSeed`), and keeps the cache's files in memory; every worker it forks once they are there
+  writes them into its private cache before the candidate runs (the candidate may change its copy:
+  only its own);
 - a worker makes Triton's driver before it takes its share (`make_driver`), and builds launchers
   without one (`unshared_launchers`).
 Everything here is an optimisation: when a step fails, Triton does what it always did.
@@ -50,8 +51,9 @@ def build_driver_files(python: str = sys.executable, timeout_s: float = BUILD_TI
 
 
 class DriverSeed:
-    """The driver module's cache files, built in the background from the runner's start (its hello
-    does not wait) and handed to each worker before it forks (`files()` waits for the build)."""
+    """The driver module's cache files, built in the background from the runner's start. Nothing
+    waits for the build: workers forked before it is done compile the module themselves, as before
+    (a build that hung would otherwise hold up a candidate's evaluation)."""
 
     def __init__(self, build=build_driver_files):
         self._files: dict[str, bytes] = {}
@@ -61,7 +63,11 @@ class DriverSeed:
     def _run(self, build) -> None:
         self._files = build()
 
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
     def files(self) -> dict[str, bytes]:
+        """The files once the build is done (waits for it)."""
         self._thread.join()
         return self._files
 
