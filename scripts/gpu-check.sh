@@ -86,7 +86,7 @@ for step in "${steps[@]}"; do
                   bash scripts/train-parity.sh "$OUT/parity" "$run/sft.jsonl" "$OUT/parity-tasks.jsonl" "$gpus" \
                     2>&1 | tee "$OUT/parity.txt"
                   rm -rf "$OUT"/parity/*/checkpoint-* "$OUT"/parity/*/tensorboard ;;
-    tests) python3 -m pytest -q -p no:cacheprovider python/tests/test_engine_gpu.py \
+    tests) python3 -m pytest -q -p no:cacheprovider python/tests/test_engine_gpu.py python/tests/test_triton_driver.py \
              2>&1 | tee "$OUT/tests.log" | tail -15 || true ;;  # failures are reported; later steps still run
     *) args_var="${step^^}_ARGS"  # e.g. PROBE_ARGS="--runs 3", THROUGHPUT_ARGS="--untimed"
        read -ra extra <<< "${!args_var:-}"
