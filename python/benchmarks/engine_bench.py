@@ -714,6 +714,8 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         print(f"  peak GPU memory used (MiB, per GPU): {gpu.peak}, +{run['gpu_peak']} over the start", flush=True)
     if host.shares:
         print(f"  host CPU busy: {host.summary()}", flush=True)
+    jobs = [v.get("phases_ms") or {} for v in verdicts if "checked" in (v.get("phases_ms") or {})]
+    print(f"  timed phases run: {sum('ship_spots' in p for p in jobs)} of {len(jobs)} jobs (wrong ones skip theirs)")
     _print_timeline(run["timeline"])
     _print_memory(run["memory"])
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
