@@ -184,3 +184,33 @@ def test_an_engine_that_cannot_isolate_refuses_to_start_unless_told(tmp_path):
     verdict = result["verdict"]
     assert verdict["unsafe"] and verdict["sandbox"]["unsafe"], verdict["sandbox"]
     assert verdict["status"] == "correct", verdict["message"]
+
+
+MULTITHREADED = """
+import sys, threading, time
+from tritium.runner import sandbox
+threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+report = {}
+sandbox._isolate(report)
+print(report.get("pid_namespace", False), "|", sandbox._unshare_error())
+"""
+
+
+def test_a_failed_unshare_says_how_many_threads_the_caller_had():
+    """A user namespace needs a single-threaded caller: an ordinary user's worker with a second
+    thread gets EINVAL, and the message names the thread count (what an ordinary user's engine on
+    the H200 met, 2026-12-01, unexplained then)."""
+    if os.geteuid() != 0:
+        pytest.skip("as_user.py needs root to switch to an ordinary user")
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("as_user.py")), str(ORDINARY_UID), "--"]
+        + [sys.executable, "-c", MULTITHREADED],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "python")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    isolated, message = done.stdout.strip().splitlines()[-1].split(" | ")
+    assert isolated == "False"
+    assert message == "Invalid argument (through a user namespace; this process has 2 thread(s))", message

@@ -65,6 +65,19 @@ def _unshare(flags: int) -> bool:
     return _libc.unshare(flags) == 0
 
 
+def _threads() -> int:
+    with open("/proc/self/status") as f:
+        return next((int(line.split()[1]) for line in f if line.startswith("Threads:")), 0)
+
+
+def _unshare_error() -> str:
+    """Why unshare failed, with what tells its causes apart: EINVAL for a user namespace means a
+    multithreaded caller (an engine run as an ordinary user on the H200 got it, root did not)."""
+    errno = ctypes.get_errno()
+    how = "as root" if os.geteuid() == 0 else "through a user namespace"
+    return f"{os.strerror(errno)} ({how}; this process has {_threads()} thread(s))"
+
+
 def _write(path: str, text: str) -> None:
     with open(path, "w") as f:
         f.write(text)
@@ -331,7 +344,7 @@ def enter(spec: dict, device: str, on_init=None) -> dict:
     try:
         _isolate(report)
         if not report["pid_namespace"]:
-            raise SandboxError(f"cannot make new mount, network and PID namespaces: {os.strerror(ctypes.get_errno())}")
+            raise SandboxError(f"cannot make new mount, network and PID namespaces: {_unshare_error()}")
         alive_r = _become_namespace_init()
         if on_init is not None:
             on_init()
