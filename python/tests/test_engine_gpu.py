@@ -68,6 +68,19 @@ def test_lazy_reference_timing_times_only_tasks_with_a_correct_candidate():
         del engine
 
 
+def test_an_engine_run_as_an_ordinary_user_judges_on_the_gpu():
+    """As root the sandbox switches uid; an ordinary user's goes through a user namespace, which
+    failed on the H200 (2026-12-01: every worker's unshare got EINVAL; the message now says how many
+    threads the worker had)."""
+    if os.geteuid() != 0:
+        pytest.skip("as_user.py needs root to switch to an ordinary user")
+    from test_sandbox_escape import evaluate_as_user
+
+    (verdict,) = evaluate_as_user([item("honest_relu.py")], device="cuda")
+    assert verdict["status"] == "correct", verdict["message"]
+    assert verdict["sandbox"]["user"] == "user namespace, no capabilities", verdict["sandbox"]
+
+
 def test_runtime_fixtures_get_their_statuses_on_the_gpu(engine):
     names = [n for n in EXPECTED if n not in ("fork_bomb.py", "memory_bomb.py", "stdout_flood.py", "infinite_loop.py")]
     for v in engine.evaluate([item(n) for n in names]):

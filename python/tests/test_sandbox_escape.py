@@ -26,7 +26,7 @@ EVALUATE = """
 import json, sys
 import tritium
 items = json.load(open(sys.argv[1]))
-engine = tritium.Engine(device="cpu", jobs=2, timeout_s=60, static_check=False)
+engine = tritium.Engine(device=sys.argv[3], jobs=2, timeout_s=60, static_check=False)
 json.dump(engine.evaluate(items), open(sys.argv[2], "w"))
 """
 
@@ -75,7 +75,7 @@ def alive_with(marker: str) -> list[str]:
     return found
 
 
-def evaluate_as_user(items: list[dict]) -> list[dict]:
+def evaluate_as_user(items: list[dict], device: str = "cpu") -> list[dict]:
     """The same batch, evaluated by an engine running as an ordinary user."""
     scratch = Path(tempfile.mkdtemp(prefix="tritium-as-user-", dir="/tmp"))
     try:
@@ -93,6 +93,7 @@ def evaluate_as_user(items: list[dict]) -> list[dict]:
                 EVALUATE,
                 str(scratch / "items.json"),
                 str(scratch / "out.json"),
+                device,
             ],
             env=env,
             capture_output=True,
