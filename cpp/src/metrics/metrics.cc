@@ -41,17 +41,20 @@ double mean(const std::vector<double>& xs) {
   return sum / static_cast<double>(xs.size());
 }
 
+// A task's pass@k-style estimate from its `successes`; unset below k samples or without them.
+std::optional<double> task_at_k(const TaskTally& t, int k, std::optional<int> successes) {
+  if (t.samples < k || !successes) return std::nullopt;
+  return pass_at_k(t.samples, *successes, k);
+}
+
 // pass@k-style means over the tasks with at least k samples; `count` picks the successes.
 template <class Count>
 AtK mean_at_k(const std::vector<TaskTally>& tasks, int k, Count count) {
   AtK a;
   a.k = k;
   std::vector<double> per_task;
-  for (const auto& t : tasks) {
-    const auto c = count(t);
-    if (t.samples < k || !c) continue;
-    per_task.push_back(pass_at_k(t.samples, *c, k));
-  }
+  for (const auto& t : tasks)
+    if (const auto v = task_at_k(t, k, count(t))) per_task.push_back(*v);
   a.tasks = per_task.size();
   if (a.tasks) a.value = mean(per_task);
   a.interval = bootstrap_mean(per_task);
@@ -74,7 +77,9 @@ Change change_of(std::string metric, const Summary& before, const Summary& after
     a.push_back(*va);
     delta.push_back(*va - *vb);
   }
-  Change c{std::move(metric), b.size()};
+  Change c;
+  c.metric = std::move(metric);
+  c.tasks = b.size();
   if (b.empty()) return c;
   c.before = mean(b);
   c.after = mean(a);
@@ -185,17 +190,13 @@ std::optional<Interval> bootstrap_mean(std::span<const double> values, int resam
 std::vector<Change> compare_runs(const Summary& before, const Summary& after, const MetricsOptions& o) {
   std::vector<Change> out;
   for (int k : o.ks)
-    out.push_back(change_of(fmt::format("pass@{}", k), before, after, [k](const TaskTally& t) -> std::optional<double> {
-      if (t.samples < k) return std::nullopt;
-      return pass_at_k(t.samples, t.correct, k);
-    }));
+    out.push_back(change_of(fmt::format("pass@{}", k), before, after,
+                            [k](const TaskTally& t) { return task_at_k(t, k, t.correct); }));
   if (!before.timed || !after.timed) return out;
-  for (std::size_t pi = 0; pi < o.ps.size(); ++pi)
-    out.push_back(change_of(fmt::format("fast_{}@1 (eager)", o.ps[pi]), before, after,
-                            [pi](const TaskTally& t) -> std::optional<double> {
-                              if (t.samples < 1 || pi >= t.faster_eager.size()) return std::nullopt;
-                              return static_cast<double>(t.faster_eager[pi]) / t.samples;
-                            }));
+  for (std::size_t pi = 0; pi < o.ps.size(); ++pi)  // as fast_at counts them, so both tables agree
+    out.push_back(change_of(fmt::format("fast_{}@1 (eager)", o.ps[pi]), before, after, [pi](const TaskTally& t) {
+      return task_at_k(t, 1, pi < t.faster_eager.size() ? std::optional<int>(t.faster_eager[pi]) : std::nullopt);
+    }));
   return out;
 }
 
