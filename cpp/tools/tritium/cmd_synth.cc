@@ -38,7 +38,9 @@ int run_synth(SynthCliOptions& o) {
   auto categories = synth::parse_categories(o.ops);
   if (!categories) return fail(kUsage, "--ops: " + categories.error().message);
   o.suite.synth.categories = *categories;
-  o.suite.synth.size = synth::parse_size(o.size).value_or(synth::SizeProfile::cpu);  // checked by --size
+  const auto size = synth::parse_size(o.size);
+  if (!size) return fail(kUsage, fmt::format("--size: '{}' is none of cpu, mid, gpu", o.size));
+  o.suite.synth.size = *size;
   auto run = workflow::make_suite(o.suite, listener(o.json ? nullptr : &report_stream(o), ""));
   if (!run) return workflow_failure(run.error());
   const Json& r = run->report;
@@ -102,7 +104,6 @@ void add_synth_command(CLI::App& root, Commands& commands) {
   app->add_option("--size", o->size,
                   "Size profile: cpu (references under ~50 ms on one core), mid (tensors up to 64 MiB: RL on a GPU) or "
                   "gpu (an H200 band, up to GBs)")
-      ->check(CLI::IsMember({"cpu", "mid", "gpu"}))
       ->capture_default_str();
   app->add_option("--out", s.out, "A .jsonl suite, or a directory of .py tasks plus meta.jsonl (default: stdout)");
   app->add_option("--threads", s.synth.threads, "Threads (the output does not depend on it)")->capture_default_str();
