@@ -70,12 +70,36 @@ def _threads() -> int:
         return next((int(line.split()[1]) for line in f if line.startswith("Threads:")), 0)
 
 
+def _user_namespaces() -> str:
+    """What the kernel allows of user namespaces: EINVAL also means a kernel built without them,
+    ENOSPC or EPERM a limit of 0 or a policy (Ubuntu's AppArmor restriction)."""
+    if not os.path.exists("/proc/self/ns/user"):
+        return "this kernel has no user namespaces"
+    found = []
+    for name in (
+        "user/max_user_namespaces",
+        "kernel/unprivileged_userns_clone",
+        "kernel/apparmor_restrict_unprivileged_userns",
+    ):
+        try:
+            with open(f"/proc/sys/{name}") as f:
+                found.append(f"{name.split('/')[1]}={f.read().strip()}")
+        except OSError:
+            pass
+    return ", ".join(found) or "user namespaces present"
+
+
 def _unshare_error() -> str:
     """Why unshare failed, with what tells its causes apart: EINVAL for a user namespace means a
-    multithreaded caller (an engine run as an ordinary user on the H200 got it, root did not)."""
+    multithreaded caller or a kernel without user namespaces (an engine run as an ordinary user on
+    the H200 got it, root did not)."""
     errno = ctypes.get_errno()
-    how = "as root" if os.geteuid() == 0 else "through a user namespace"
-    return f"{os.strerror(errno)} ({how}; this process has {_threads()} thread(s))"
+    if os.geteuid() == 0:
+        return f"{os.strerror(errno)} (as root; this process has {_threads()} thread(s))"
+    return (
+        f"{os.strerror(errno)} (through a user namespace; this process has {_threads()} thread(s); "
+        f"{_user_namespaces()})"
+    )
 
 
 def _write(path: str, text: str) -> None:
