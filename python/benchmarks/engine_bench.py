@@ -621,8 +621,8 @@ def lock_timeline(verdicts: list[dict], start_ms: float) -> dict:
 
 
 def _context_windows(verdicts: list[dict], start_ms: float) -> list[tuple[float, float]]:
-    """When each process made its CUDA context (`gpu.context_at` to `gpu.context_end_at`, outside
-    the GPU lock), every process counted once (a task's reference phases are in each of its verdicts)."""
+    """When each process made its CUDA context (`gpu.context_at` to `gpu.context_end_at`, under
+    a share of the GPU lock since 2026-12-05), every process counted once (a task's reference phases are in each of its verdicts)."""
     seen = set()
     for v in verdicts:
         phases = v.get("phases_ms") or {}
@@ -672,7 +672,7 @@ def _print_timeline(t: dict) -> None:
     )
     print("  longest shares: " + ", ".join(f"{s['who']} {s['ms'] / 1000:.2f} s" for s in t["longest_shares"]))
     print(
-        f"  CUDA contexts made (outside the lock): {t['contexts']}; exclusive holds during which one was "
+        f"  CUDA contexts made: {t['contexts']}; exclusive holds during which one was "
         f"being made: {t['holds_beside_contexts']} of {t['timers']}",
         flush=True,
     )

@@ -353,3 +353,34 @@ def test_a_timer_never_gathers_past_its_own_wait(lock_path):
     finally:
         hung.kill()
         hung.join()
+
+
+def test_a_cuda_context_is_made_under_a_share_of_the_lock(lock_path, monkeypatch):
+    """A context made beside a timer's exclusive hold slowed its calls on the H200, so making one
+    holds a share: while it is made, no timer can hold the GPU (this machine has no GPU, so the
+    two calls that make it are stood in for, and each tries the lock exclusively)."""
+    import fcntl
+
+    import torch
+
+    from tritium.runner import tasks
+
+    probe = open(lock_path)  # noqa: SIM115 - another process's view of the lock, closed below
+    during = []
+
+    def exclusive_refused(*_args, **_kwargs):
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            during.append(True)
+            return
+        fcntl.flock(probe, fcntl.LOCK_UN)
+        during.append(False)
+
+    monkeypatch.setattr(torch.cuda, "set_device", exclusive_refused)
+    monkeypatch.setattr(torch, "empty", exclusive_refused)
+    window = tasks.make_context("cuda:0", GpuLock(lock_path))
+    assert during == [True, True]
+    assert window["gpu.context_at"] <= window["gpu.context_end_at"]
+    fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # let go once made
+    probe.close()

@@ -370,10 +370,10 @@ def evaluate(request: dict) -> dict:
     if "forked_at" in request:  # fork, sandbox
         add_since(answer["phases_ms"], "startup", request["forked_at"])
     try:
-        if device.startswith("cuda"):  # host work, outside the share: a queued timer's drain never waits on it
+        if device.startswith("cuda"):
             with phase(answer["phases_ms"], "cuda_init"):
-                answer["phases_ms"].update(make_context(device))
-            with phase(answer["phases_ms"], "triton_driver"):
+                answer["phases_ms"].update(make_context(device, gpu))
+            with phase(answer["phases_ms"], "triton_driver"):  # host work, outside the share
                 triton_driver.make_driver()
         waiting = time.perf_counter()
         with gpu.shared():

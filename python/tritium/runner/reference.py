@@ -520,7 +520,7 @@ def _start(request: dict) -> tuple[str, str, int, dict]:
     """(filename, device, seed, the CUDA context's window: tasks.make_context)."""
     filename = request.get("filename") or request.get("id", "<task>")
     device = request.get("device", "cpu")
-    context = make_context(device)
+    context = make_context(device, GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s")))
     # The reference in true float32: TF32 convolutions (PyTorch's default) differ by ~1e-3.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

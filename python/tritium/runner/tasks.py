@@ -1,5 +1,6 @@
 """Running a KernelBench-format task's reference: Model(*get_init_inputs())(*get_inputs())."""
 
+import contextlib
 import statistics
 import time
 import traceback
@@ -85,17 +86,19 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def make_context(device: str) -> dict:
-    """Makes this process's CUDA context now, and returns when: {"gpu.context_at",
-    "gpu.context_end_at"} in ms since the epoch ({} on the CPU). Processes make theirs outside any
-    share of the GPU lock (host work, up to seconds under load, which a timer's drain would wait
-    out); the scale benchmark checks these windows against the timers' exclusive holds."""
+def make_context(device: str, gpu=None) -> dict:
+    """Makes this process's CUDA context now, under a share of `gpu` (the device's GpuLock), and
+    returns when: {"gpu.context_at", "gpu.context_end_at"} in ms since the epoch ({} on the CPU).
+    The share costs a timer's drain up to the creation's second, but a context made beside a
+    timer's exclusive hold slowed its calls: on the H200 (2026-12-05), three honest kernels whose
+    holds saw 2-6 contexts made, outside any share then, timed 22-40% over do_bench's timing."""
     if not device.startswith("cuda"):
         return {}
-    began = time.time() * 1000
-    torch.cuda.set_device(torch.device(device))
-    torch.empty(1, device=device)
-    return {"gpu.context_at": began, "gpu.context_end_at": time.time() * 1000}
+    with gpu.shared() if gpu is not None else contextlib.nullcontext():
+        began = time.time() * 1000
+        torch.cuda.set_device(torch.device(device))
+        torch.empty(1, device=device)
+        return {"gpu.context_at": began, "gpu.context_end_at": time.time() * 1000}
 
 
 def release_cached(device: str) -> None:
