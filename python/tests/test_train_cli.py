@@ -63,6 +63,7 @@ def test_every_stage_runs_and_the_report_compares_the_models(tmp_path):
     r = run("train", "--config", str(config), timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "eval: rl (" in r.stdout and len((out / "eval" / "rl" / "verdicts.jsonl").read_text().splitlines()) == 2
+    assert "eval: sampled 2 of 2 prompts x 1 in " in r.stdout and "eval: judging 2 samples on " in r.stdout  # progress
     report = json.loads((out / "report" / "report.json").read_text())
     assert [run["name"] for run in report["runs"]] == ["sft/verdicts", "rl/verdicts"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
+import time
 
 import torch
 
@@ -52,6 +53,7 @@ def evaluate_model(
     model.to(run_device)
     items = []
     suite = api.load_suite(tasks, with_source=True)["tasks"]
+    began = time.monotonic()
     for start in range(0, len(suite), prompts_per_generate):
         chunk = suite[start : start + prompts_per_generate]
         results = rollouts(
@@ -77,13 +79,22 @@ def evaluate_model(
                 }
                 for k, t in enumerate(texts)
             ]
+        # Progress: on the H200, 80 prompts x 4 samples of up to 2,304 tokens took over 5 minutes
+        # in one call, silent until now.
+        elapsed = time.monotonic() - began
+        log(f"eval: sampled {start + len(chunk)} of {len(suite)} prompts x {samples} in {elapsed:.0f} s")
+    log(f"eval: judging {len(items)} samples on {engine_device}")
+    began = time.monotonic()
     engine = api.Engine(device=engine_device, python=sys.executable, timeout_s=engine_timeout_s or None)
     verdicts = engine.evaluate(items)
     verdict_file = where / "verdicts.jsonl"
     verdict_file.write_text("".join(json.dumps(v) + "\n" for v in verdicts))
     api.report([verdict_file], where)
     overall = api.metrics(verdicts, ks=pass_ks(samples))["overall"]
-    log(f"eval: {len(verdicts)} samples over {overall['tasks']} tasks: {overall['stages']}, {overall['pass']}")
+    log(
+        f"eval: {len(verdicts)} samples over {overall['tasks']} tasks, judged in {time.monotonic() - began:.0f} s: "
+        f"{overall['stages']}, {overall['pass']}"
+    )
     return overall
 
 
