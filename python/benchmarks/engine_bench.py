@@ -621,8 +621,9 @@ def lock_timeline(verdicts: list[dict], start_ms: float) -> dict:
 
 
 def _context_windows(verdicts: list[dict], start_ms: float) -> list[tuple[float, float]]:
-    """When each process made its CUDA context (`gpu.context_at` to `gpu.context_end_at`, under
-    a share of the GPU lock since 2026-12-05), every process counted once (a task's reference phases are in each of its verdicts)."""
+    """When each process made its CUDA context (`gpu.context_at` to `gpu.context_end_at`, under a
+    share of the GPU lock since 2026-12-05), every process counted once (a task's reference phases
+    are in each of its verdicts)."""
     seen = set()
     for v in verdicts:
         phases = v.get("phases_ms") or {}
@@ -706,8 +707,9 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         f"disk waits {info.get('disk_waits')}",
         flush=True,
     )
+    steps = ", ".join(f"{k} {v / 1000:.1f}" for k, v in (info.get("startup_ms") or {}).items())
     print(
-        f"engine: {len(batch)} items in {engine_s:.1f} s ({info['jobs']} jobs; created in {created_s:.1f} s)",
+        f"engine: {len(batch)} items in {engine_s:.1f} s ({info['jobs']} jobs; created in {created_s:.1f} s: {steps})",
         flush=True,
     )
     if run["gpu_peak"] is not None:

@@ -253,7 +253,10 @@ struct Engine::Impl {
   int gpus = 0;
   Json hello = Json::object(), device_info = Json::object();
   fs::path lock_dir;
-  Json sandbox_report;               // what the start-up probe's sandbox applied (Engine::info)
+  Json sandbox_report;  // what the start-up probe's sandbox applied (Engine::info)
+  // ms of each step of Engine::create (Engine::info): a fresh H200 machine's first engine took 12-17 s
+  // to create with the host nearly idle (2026-12-04/05), the next ones 5.5 s, cause not found.
+  Json startup_ms = Json::object();
   std::vector<std::string> gpu_ids;  // each visible GPU's UUID, by index
   std::optional<exec::VerdictCache> cache;
 
@@ -785,6 +788,11 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   };
   if (options.python.empty()) options.python = find_python();
   auto impl = std::make_unique<Impl>();
+  auto step = Clock::now();
+  const auto took = [&impl, &step](const char* name) {
+    impl->startup_ms[name] = ms_since(step);
+    step = Clock::now();
+  };
   exec::reclaim_work_dirs(fs::temp_directory_path());  // left by engines killed outright
   auto work = exec::WorkDir::create(options.work_dir, options.keep_files);
   if (!work) return machine(work.error());
@@ -802,11 +810,13 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     if (!cache) return machine(cache.error());
     impl->cache.emplace(std::move(*cache));
   }
+  took("work_dir");
 
   RunnerOptions trusted{options.python, options.device, options.timeout_s, 0, "reference", 0};
   impl->trusted.push_back(std::make_unique<exec::Runner>(trusted));
   if (auto error = impl->trusted[0]->ensure_started()) return machine(*error);
   impl->hello = impl->trusted[0]->hello();
+  took("first_runner");
   if (!impl->hello["triton"].is_string())
     return machine(
         Error{fmt::format("{} cannot import triton, so no candidate could run; install it there (pip install triton) "
@@ -822,6 +832,7 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     impl->gpu_ids.resize(k + 1);
     if (info.body.value("uuid", Json()).is_string()) impl->gpu_ids[k] = info.body["uuid"].get<std::string>();
   }
+  took("device_info");
   const bool gpu = impl->device == "cuda";
   if (gpu) {  // the GPU locks, readable by sandboxed uids
     auto lock_dir = make_lock_dir();
@@ -878,7 +889,9 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
       if (trusted) impl->return_trusted(trusted);
     };
   impl->candidates.start(impl->options.jobs, warm);
+  took("runners");
   if (auto refused = impl->probe_sandbox()) return machine(*refused);
+  took("sandbox_probe");
   // Half the trusted runners at most time references, so outputs that candidates wait for still find one.
   if (impl->timed()) impl->timers.start(std::max(1, references / 2));
   impl->prefetch.start(std::max(1, references / 2));
@@ -983,6 +996,7 @@ Json Engine::info() const {
           {"memory_retries", impl_->memory_retries.load()},  // ... run again alone after an out-of-memory
           {"cache", o.cache.empty() ? Json(nullptr) : Json(o.cache)},
           {"sandbox", impl_->sandbox_report},
+          {"startup_ms", impl_->startup_ms},  // Engine::create's steps
           {"unsafe_sandbox", o.unsafe_sandbox},
           {"versions", impl_->versions()}};
 }
