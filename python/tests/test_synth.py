@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 TRITIUM = shutil.which("tritium", path=os.path.dirname(sys.executable)) or shutil.which("tritium")
 CPU_MAX_EST_MS = 20.0  # the cpu size profile's estimated-time ceiling (cpp/src/synth/sampler.cc)
 
@@ -120,6 +122,26 @@ def test_the_size_profiles_order_their_tasks_tensors(tmp_path):
     assert medians["cpu"] < medians["mid"] < medians["gpu"], medians
     result = subprocess.run([TRITIUM, "synth", "--size", "huge"], capture_output=True, text=True)
     assert result.returncode != 0 and "mid" in result.stderr
+
+
+def test_twins_are_the_same_graphs_at_another_size_and_change_nothing_else():
+    """twin_size: each task's graph with its shapes solved again for another profile (RL's GPU-timed
+    tasks on the graphs SFT trained on); the tasks themselves are those the seed gives without it."""
+    from tritium import api
+
+    drawn = {"count": 30, "seed": 0, "difficulty": "1-4", "ops": "unary,binary,scalar,reduction,softmax,norm"}
+    plain = api.make_suite(**drawn)["tasks"]
+    tasks = api.make_suite(**drawn, twin_size="mid")["tasks"]
+    assert [t["source"] for t in tasks] == [t["source"] for t in plain]
+    twins = [(t, t["meta"]["twin"]) for t in tasks if t["meta"]["twin"]]
+    assert 5 <= len(twins) < len(tasks), len(twins)  # a graph whose ranks cannot reach the band has none
+    for task, twin in twins:
+        assert twin["id"] == task["id"] + "_mid" and twin["meta"]["twin_of"] == task["id"]
+        assert twin["meta"]["ops"] == task["meta"]["ops"] and twin["meta"]["size"] == "mid"
+        assert 0.03 <= twin["meta"]["est_ms"] <= 2.0 and twin["meta"]["bytes"] > task["meta"]["bytes"]
+        assert twin["source"] != task["source"]
+    with pytest.raises(ValueError, match="twin_size"):
+        api.make_suite(**drawn, twin_size="huge")
 
 
 def test_reference_solutions_are_correct_under_the_engine(tmp_path):

@@ -133,12 +133,12 @@ def test_stage_change_counts_the_tasks_that_gained_lost_or_kept_correct_samples(
     )
 
 
-def test_rl_size_gpu_gives_rl_its_own_gpu_size_tasks_and_a_bad_size_stops_before_any_work(tmp_path):
+def test_rl_size_gpu_gives_rl_the_training_graphs_at_gpu_size_and_a_bad_size_stops_before_any_work(tmp_path):
     import pytest
 
     from tritium.train.__main__ import data_stage, rl_tasks
 
-    data = {"count": 4, "difficulty": "1", "ops": "unary", "heldout": 1, "device": "cpu"}
+    data = {"count": 12, "difficulty": "1-2", "ops": "unary,reduction", "heldout": 2, "device": "cpu"}
     with pytest.raises(ValueError, match="rl_size must be one of cpu, mid, gpu"):
         data_stage({**data, "rl_size": "huge"}, tmp_path, seed=3)
     assert not (tmp_path / "tasks.jsonl").exists()
@@ -147,12 +147,14 @@ def test_rl_size_gpu_gives_rl_its_own_gpu_size_tasks_and_a_bad_size_stops_before
     data_stage({**data, "rl_size": "gpu"}, tmp_path, seed=3)
     assert rl_tasks(tmp_path) == tmp_path / "rl_tasks.jsonl"
     gpu = [json.loads(line) for line in (tmp_path / "rl_tasks.jsonl").read_text().splitlines()]
-    cpu = [json.loads(line) for line in (tmp_path / "train_tasks.jsonl").read_text().splitlines()]
-    assert len(gpu) == len(cpu) == 3
-    assert {t["meta"]["size"] for t in gpu} == {"gpu"} and {t["meta"]["size"] for t in cpu} == {"cpu"}
-    held_out = {json.loads(line)["source"] for line in (tmp_path / "heldout.jsonl").read_text().splitlines()}
-    assert not held_out & {t["source"] for t in gpu}
-    assert min(t["meta"]["bytes"] for t in gpu) > max(t["meta"]["bytes"] for t in cpu)
+    cpu = {t["id"]: t for t in map(json.loads, (tmp_path / "train_tasks.jsonl").read_text().splitlines())}
+    assert 1 <= len(gpu) <= len(cpu) == 10  # a graph whose shapes cannot reach the profile's band has no twin
+    for task in gpu:  # SFT's own graphs (the model saw their solutions), at GPU size
+        origin = cpu[task["meta"]["twin_of"]]
+        assert task["meta"]["ops"] == origin["meta"]["ops"] and task["meta"]["size"] == "gpu"
+        assert task["meta"]["bytes"] > origin["meta"]["bytes"] and task["id"] == origin["id"] + "_gpu"
+    held_out = {json.loads(line)["id"] for line in (tmp_path / "heldout.jsonl").read_text().splitlines()}
+    assert not held_out & {t["meta"]["twin_of"] for t in gpu}
 
     data_stage(data, tmp_path, seed=3)  # the default again: an earlier run's GPU-size tasks are not RL's
     assert rl_tasks(tmp_path) == tmp_path / "train_tasks.jsonl" and not (tmp_path / "rl_tasks.jsonl").exists()

@@ -114,10 +114,14 @@ struct SynthOptions {
   SizeProfile size = SizeProfile::cpu;
   int threads = 1;
   bool with_solutions = false;  // meta.solution (a Triton ModelNew) and meta.plan where the emitter can
+  // meta.twin: the same graph with its shapes solved again for this profile ({id, source, meta}; null
+  // where no shapes fit it), e.g. RL's GPU-timed tasks on the graphs SFT trained on.
+  std::optional<SizeProfile> twin_size;
 };
 
 /// SynthOptions from JSON: {count, difficulty: K | "K1-K2" | [K1, K2], ops: "unary,reduction" | [names],
-/// seed, size: "cpu" | "mid" | "gpu", threads, with_solutions}; absent keys default. Errors name the key.
+/// seed, size: "cpu" | "mid" | "gpu", threads, with_solutions, twin_size: a size}; absent keys default.
+/// Errors name the key.
 Result<SynthOptions> synth_options_from_json(const Json& json);
 /// "3" or "1-8": compute operators per task.
 std::optional<Error> parse_difficulty(std::string_view text, SynthOptions& options);

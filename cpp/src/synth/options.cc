@@ -41,10 +41,10 @@ std::optional<Error> parse_difficulty(std::string_view text, SynthOptions& o) {
 Result<SynthOptions> synth_options_from_json(const Json& json) {
   SynthOptions o;
   Json difficulty, ops;
-  std::string size = "cpu";
+  std::string size = "cpu", twin_size;
   OptionReader r(json, "synth options");
   r.read("count", o.count).read("difficulty", difficulty).read("ops", ops).read("seed", o.seed).read("size", size);
-  r.read("threads", o.threads).read("with_solutions", o.with_solutions);
+  r.read("threads", o.threads).read("with_solutions", o.with_solutions).read("twin_size", twin_size);
   if (auto e = r.done()) return *e;
   if (difficulty.is_number_integer()) {
     o.min_difficulty = o.max_difficulty = difficulty.get<int>();
@@ -72,6 +72,11 @@ Result<SynthOptions> synth_options_from_json(const Json& json) {
   const auto profile = parse_size(size);
   if (!profile) return Error{fmt::format("synth options: \"size\" must be cpu, mid or gpu, not '{}'", size)};
   o.size = *profile;
+  if (!twin_size.empty()) {
+    o.twin_size = parse_size(twin_size);
+    if (!o.twin_size)
+      return Error{fmt::format("synth options: \"twin_size\" must be cpu, mid or gpu, not '{}'", twin_size)};
+  }
   return o;
 }
 

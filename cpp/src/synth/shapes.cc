@@ -1,6 +1,7 @@
 #include "shapes.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 namespace tritium::synth {
@@ -49,11 +50,22 @@ void ShapeProblem::equal(int a, int b) {
   } else if ((a_free || b_free) && !depends_on(a_free ? b : a, a_free ? a : b)) {
     // the free one takes the other's value: check it is in its domain
     const int f = a_free ? a : b, other = a_free ? b : a;
-    checks_.push_back({Check::Kind::at_least, other, -1, vars_[f].lo, 1});
-    checks_.push_back({Check::Kind::at_most, other, -1, 1, vars_[f].hi});
+    checks_.push_back({Check::Kind::at_least, other, -1, vars_[f].lo, 1, f});
+    checks_.push_back({Check::Kind::at_most, other, -1, 1, vars_[f].hi, f});
     parent_[f] = other;
   } else {
     checks_.push_back({Check::Kind::equal, a, b});
+  }
+}
+
+void ShapeProblem::resize(const Domain& domain) {
+  for (auto& var : vars_)
+    if (var.kind == Kind::free) std::tie(var.lo, var.hi) = domain(var.role, var.lo, var.hi);
+  for (auto& check : checks_) {
+    if (check.domain_of < 0) continue;
+    const Var& bound = vars_[check.domain_of];
+    (check.kind == Check::Kind::at_least ? check.ka : check.kb) =
+        check.kind == Check::Kind::at_least ? bound.lo : bound.hi;
   }
 }
 

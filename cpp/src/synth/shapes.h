@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace tritium::synth {
@@ -41,6 +42,12 @@ class ShapeProblem {
   bool is_constant_one(int v) const;
   std::size_t size() const { return vars_.size(); }
 
+  /// Every free variable's domain rewritten by `domain(role, lo, hi)` -> {lo, hi}, and the bounds
+  /// that merging one into a derived variable left in the checks with it: the same graph, ready to
+  /// be solved for another size profile.
+  using Domain = std::function<std::pair<std::int64_t, std::int64_t>(Role, std::int64_t, std::int64_t)>;
+  void resize(const Domain& domain);
+
   using Accept = std::function<bool(const std::vector<std::int64_t>&)>;
   /// Values of every variable (index = variable id), or nullopt after `attempts` rejected draws.
   std::optional<std::vector<std::int64_t>> solve(Rng& rng, const Accept& accept, int attempts) const;
@@ -57,6 +64,7 @@ class ShapeProblem {
     enum class Kind : std::uint8_t { equal, divisible, at_most, at_least } kind;
     int a, b;
     std::int64_t ka = 1, kb = 1;
+    int domain_of = -1;  // the free variable whose domain this bound is (equal()), else -1
   };
 
   int add(Var v);

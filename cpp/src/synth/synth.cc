@@ -37,6 +37,53 @@ std::vector<const OpSpec*> allowed_ops(const std::vector<Category>& categories) 
   return ops;
 }
 
+// A free dimension's domain under profile `to`, for one drawn under `from`: by its role (a 3-D
+// input's spatial dimension by its bound); attributes (kernel sizes, strides, groups) keep theirs.
+std::pair<std::int64_t, std::int64_t> domain_in(const Profile& from, const Profile& to, ShapeProblem::Role role,
+                                                std::int64_t lo, std::int64_t hi) {
+  using Role = ShapeProblem::Role;
+  switch (role) {
+    case Role::batch:
+      return {1, to.batch_hi};
+    case Role::rows:
+      return {to.rows_lo, to.rows_hi};
+    case Role::features:
+      return {to.features_lo, to.features_hi};
+    case Role::channels:
+      return {to.channels_lo, to.channels_hi};
+    case Role::spatial: {
+      const bool deep = hi == from.spatial3_hi && from.spatial3_hi != from.spatial_hi;
+      const std::int64_t top = deep ? to.spatial3_hi : to.spatial_hi;
+      return {std::min(to.spatial_lo, top), top};
+    }
+    default:
+      return {lo, hi};
+  }
+}
+
+// The graph with its shapes solved again under `size`, from a stream of its own (the tasks a seed
+// gives do not change): {id, source, meta}, or null where no shapes fit the profile's band.
+Json twin(Graph g, const Profile& from, SizeProfile size, std::uint64_t hash, const std::string& id, Json meta) {
+  const Profile& to = profile(size);
+  g.shapes.resize(
+      [&](ShapeProblem::Role role, std::int64_t lo, std::int64_t hi) { return domain_in(from, to, role, lo, hi); });
+  Rng rng(stream_seed(hash, static_cast<std::uint64_t>(size)));
+  Estimate cost;
+  const auto values = g.shapes.solve(
+      rng,
+      [&](const std::vector<std::int64_t>& v) {
+        cost = estimate(g, v, to);
+        return cost.max_elements <= to.max_elements && cost.est_ms >= to.min_ms && cost.est_ms <= to.max_ms;
+      },
+      kShapeDraws * 4);
+  if (!values) return nullptr;
+  meta["size"] = size_name(size);
+  meta["twin_of"] = id;
+  const std::string twin_id = fmt::format("{}_{}", id, size_name(size));
+  Task task = emit_task(g, *values, cost, twin_id, std::move(meta));
+  return {{"id", task.id}, {"source", task.source}, {"meta", task.meta}};
+}
+
 struct ShardOut {
   std::vector<SynthTask> tasks;
   std::optional<Error> error;
@@ -77,6 +124,7 @@ ShardOut run_shard(const SynthOptions& o, std::size_t shard, std::size_t first_i
           meta["plan"] = solution->plan;
         }
       }
+      if (o.twin_size) meta["twin"] = twin(*g, p, *o.twin_size, hash, id, {{"seed", o.seed}, {"index", index}});
       out.tasks.push_back({emit_task(*g, *values, cost, id, std::move(meta)), hash});
       picker.count(*g);
       done = true;

@@ -29,6 +29,33 @@ TEST(ShapeProblem, EqualityMergesFreeVariablesIntoTheIntersectionOfTheirDomains)
   }
 }
 
+TEST(ShapeProblem, ResizeRewritesTheDomainsAndTheBoundsAMergeLeft) {
+  // A free variable equal to a product leaves its domain as a bound on the product: resizing the
+  // problem for a bigger profile must move that bound too, or no twin would ever pass it.
+  ShapeProblem p;
+  const int a = p.free(1, 4, Role::batch), b = p.free(2, 8, Role::rows), c = p.free(1, 32, Role::features);
+  p.equal(c, p.product({a, b}));
+  const int k = p.free(1, 3, Role::attribute);
+  p.resize([](Role role, std::int64_t lo, std::int64_t hi) -> std::pair<std::int64_t, std::int64_t> {
+    if (role == Role::batch) return {4, 4};
+    if (role == Role::rows) return {10, 20};
+    if (role == Role::features) return {1, 100};  // the old bound, 32, is below every product now
+    return {lo, hi};
+  });
+  Rng rng(3);
+  for (int i = 0; i < 100; ++i) {
+    const auto v = p.solve(rng, kAny, 100);
+    ASSERT_TRUE(v);
+    const auto& x = *v;
+    EXPECT_EQ(x[a], 4);
+    EXPECT_GE(x[b], 10);
+    EXPECT_LE(x[b], 20);
+    EXPECT_EQ(x[c], x[a] * x[b]);
+    EXPECT_GE(x[k], 1);
+    EXPECT_LE(x[k], 3);
+  }
+}
+
 TEST(ShapeProblem, ConvOutputsDivisibilityAndOrderHold) {
   ShapeProblem p;
   const int in = p.free(1, 40, Role::spatial), k = p.free(1, 5, Role::attribute), s = p.free(1, 2, Role::attribute);

@@ -39,8 +39,9 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
     if rl_size not in RL_SIZES:  # before the long work
         raise ValueError(f"[data] rl_size must be one of {', '.join(RL_SIZES)}, not {rl_size!r}")
     tasks = out / "tasks.jsonl"
-    drawn = {"difficulty": str(cfg.get("difficulty", "1-2")), "ops": cfg.get("ops", "")}  # RL's tasks too
-    api.make_suite(out=tasks, count=int(cfg.get("count", 40)), seed=seed, with_solutions=True, **drawn)
+    drawn = {"difficulty": str(cfg.get("difficulty", "1-2")), "ops": cfg.get("ops", "")}
+    twins = {"twin_size": rl_size} if rl_size != "cpu" else {}
+    api.make_suite(out=tasks, count=int(cfg.get("count", 40)), seed=seed, with_solutions=True, **drawn, **twins)
     lines = tasks.read_text().splitlines()
     heldout = int(cfg.get("heldout", max(1, len(lines) // 5)))
     (out / "train_tasks.jsonl").write_text("\n".join(lines[:-heldout]) + "\n")
@@ -51,10 +52,14 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
         f"dropped {stats['dropped']}"
     )
     (out / RL_TASKS).unlink(missing_ok=True)  # an earlier run's: rl_tasks() would pick it up
-    if rl_size != "cpu":  # RL's own tasks, big enough to time on a GPU (speed rewards over the floor)
-        # seed + 1: other graphs than the held-out tasks' (a size draws its own from a seed)
-        api.make_suite(out=out / RL_TASKS, count=len(lines) - heldout, seed=seed + 1, size=rl_size, **drawn)
-        print(f"data: {len(lines) - heldout} {rl_size}-size tasks for RL in {out / RL_TASKS}")
+    if rl_size != "cpu":
+        # RL's tasks: the training tasks' own graphs with shapes solved again at rl_size, big enough to
+        # time on a GPU. New graphs instead (until 2026-12-05) left the SFT model, sampled, no correct
+        # rollout in 512 on the H200: nothing for RL to raise (docs/results/2026-12-05-gpu.md).
+        rl = [json.loads(line)["meta"].get("twin") for line in lines[:-heldout]]
+        rl = [t for t in rl if t]
+        (out / RL_TASKS).write_text("".join(json.dumps(t) + "\n" for t in rl))
+        print(f"data: {len(rl)} of {len(lines) - heldout} training graphs at {rl_size} size for RL in {out / RL_TASKS}")
 
 
 def rl_tasks(out: pathlib.Path) -> pathlib.Path:
