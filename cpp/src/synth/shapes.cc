@@ -64,8 +64,10 @@ void ShapeProblem::resize(const Domain& domain) {
   for (auto& check : checks_) {
     if (check.domain_of < 0) continue;
     const Var& bound = vars_[check.domain_of];
-    (check.kind == Check::Kind::at_least ? check.ka : check.kb) =
-        check.kind == Check::Kind::at_least ? bound.lo : bound.hi;
+    if (check.kind == Check::Kind::at_least)
+      check.ka = bound.lo;
+    else
+      check.kb = bound.hi;
   }
 }
 
