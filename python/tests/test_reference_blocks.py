@@ -129,7 +129,7 @@ def test_the_reference_takes_a_share_per_trial_and_lets_it_go_between_them(tmp_p
     (tmp_path / "gpu.lock.gate").touch()
     gpu = GpuLock(str(lock))
     request = {"source": (EXAMPLE_TASKS / "level1" / "01_relu.py").read_text(), "device": "cpu", "seed": 3}
-    filename, device, seed, _ = reference._start(request)
+    filename, device, seed, _, _ = reference._start(request)
     module, model, _ = reference._build(request, filename, seed)
     held, trial = [], reference._trial
 

@@ -26,7 +26,6 @@ from . import reference
 from .channel import ChannelError, ComparerEnd
 from .phases import add_since, phase
 from .tasks import TaskFailure, note_peak, release_cached, synchronize
-from .timing import GpuLock
 
 CHUNK = 1 << 24  # elements compared at once: bounded scratch memory whatever the tensor's size
 # An honest kernel that sums in another order errs like the reference, up to a few times more: one
@@ -208,11 +207,10 @@ def compare(request: dict) -> dict:
     try:
         with phase(phases, "build"):
             end = ComparerEnd(request["channel"])
-            module, model, _, device, seed, context = reference.build(request)
+            module, model, _, device, seed, context, gpu = reference.build(request)
         phases.update(context)
     except (TaskFailure, OSError) as exc:
         return {**answer, "error": f"the comparer could not start: {exc}"}
-    gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
     try:
         with phase(phases, "build"), gpu.shared():  # the parameters' copy must not run into a timed call
             model = model.to(device)

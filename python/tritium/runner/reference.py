@@ -428,12 +428,12 @@ def _run_trials(
 
 
 def build(request: dict) -> tuple:
-    """(module, model on the CPU, filename, device, seed, the CUDA context's window) as the
-    reference had them: what the comparer needs to make any planned trial's expected outputs again
-    (it moves the model to the device under a share of the GPU lock)."""
-    filename, device, seed, context = _start(request)
+    """(module, model on the CPU, filename, device, seed, the CUDA context's window, the GPU lock)
+    as the reference had them: what the comparer needs to make any planned trial's expected outputs
+    again (it moves the model to the device under a share of the GPU lock)."""
+    filename, device, seed, context, gpu = _start(request)
     module, model, _ = _build(request, filename, seed)
-    return module, model, filename, device, seed, context
+    return module, model, filename, device, seed, context, gpu
 
 
 def warm_up() -> None:
@@ -516,15 +516,19 @@ def footprint(request: dict) -> dict:
     return {"ok": True, "bytes": sum(need) if need else None}
 
 
-def _start(request: dict) -> tuple[str, str, int, dict]:
-    """(filename, device, seed, the CUDA context's window: tasks.make_context)."""
+def _start(request: dict) -> tuple[str, str, int, dict, GpuLock]:
+    """(filename, device, seed, the CUDA context's window: tasks.make_context, the process's GPU
+    lock, under a share of which the context was made)."""
     filename = request.get("filename") or request.get("id", "<task>")
     device = request.get("device", "cpu")
-    context = make_context(device, GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s")))
+    gpu = GpuLock.for_device(
+        device, request.get("lock_path"), request.get("lock_wait_s"), gather_s=request.get("timer_gather_s")
+    )
+    context = make_context(device, gpu)
     # The reference in true float32: TF32 convolutions (PyTorch's default) differ by ~1e-3.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    return filename, device, int(request.get("seed", 0)), context
+    return filename, device, int(request.get("seed", 0)), context, gpu
 
 
 def _failed(failure: TaskFailure) -> dict:
@@ -538,7 +542,7 @@ def _failed(failure: TaskFailure) -> dict:
 
 def reference(request: dict) -> dict:
     """Builds the reference model, perturbs it, writes its parameters and answers the plan."""
-    filename, device, seed, context = _start(request)
+    filename, device, seed, context, gpu = _start(request)
     directory = request["dir"]
     os.makedirs(directory, exist_ok=True)
     phases = dict(context)  # ms per step, in every verdict of the task as reference.* (the scale benchmark reads them)
@@ -546,7 +550,6 @@ def reference(request: dict) -> dict:
         with phase(phases, "build"):
             module, model, init_inputs = _build(request, filename, seed)
         require(module, "get_inputs", "get_inputs()")
-        gpu = GpuLock.for_device(device, request.get("lock_path"), request.get("lock_wait_s"))
         with gpu.shared():
             with phase(phases, "params"):
                 model = model.to(device)
@@ -576,12 +579,9 @@ def reference(request: dict) -> dict:
 def time_reference(request: dict) -> dict:
     """The eager and torch.compile timings of a task, on its spot sets. The engine asks for them
     apart from the plan, so that candidates are checked while the reference compiles and is timed."""
-    filename, device, seed, context = _start(request)
+    filename, device, seed, context, gpu = _start(request)
     try:
         module, model, _ = _build(request, filename, seed)
-        gpu = GpuLock.for_device(
-            device, request.get("lock_path"), request.get("lock_wait_s"), gather_s=request.get("timer_gather_s")
-        )
         with gpu.shared():
             model = model.to(device)
         timed = _timing(model, module, device, gpu, seed)
