@@ -17,12 +17,25 @@ struct Candidate {
 };
 using Dropped = std::map<std::string, std::size_t>;
 
+// The code without its module docstring and the blank lines after it. The synthesizer's solutions
+// open with one that restates the plan, which the trace already gives in <think>: 11% of the
+// response tokens of a 440-task difficulty 1-4 set (SmolLM2's tokenizer), sampled in every rollout.
+std::string without_module_docstring(const std::string& code) {
+  constexpr std::string_view kQuotes = "\"\"\"";
+  if (!code.starts_with(kQuotes)) return code;
+  const std::size_t close = code.find(kQuotes, kQuotes.size());
+  if (close == std::string::npos) return code;
+  const std::size_t body = code.find_first_not_of('\n', close + kQuotes.size());
+  return body == std::string::npos ? std::string() : code.substr(body);
+}
+
 // Each task's reference solution and plan as a response.
 std::vector<Candidate> reference_traces(const Suite& suite, Dropped& dropped) {
   std::vector<Candidate> out;
   for (const auto& t : suite.tasks) {
     if (t.meta.contains("solution") && t.meta["solution"].is_string() && t.meta.contains("plan"))
-      out.push_back({t, format_response(t.meta["plan"].get<std::string>(), t.meta["solution"].get<std::string>())});
+      out.push_back({t, format_response(t.meta["plan"].get<std::string>(),
+                                        without_module_docstring(t.meta["solution"].get<std::string>()))});
     else
       ++dropped["no_solution"];
   }

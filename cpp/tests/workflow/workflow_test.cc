@@ -71,7 +71,13 @@ TEST(BuildSftData, KeepsTheVerifiedReferenceTracesAndCountsTheRest) {
   std::ifstream sft(dir / "sft.jsonl");
   std::string line;
   int lines = 0;
-  while (std::getline(sft, line)) ++lines;
+  while (std::getline(sft, line)) {
+    ++lines;
+    // The plan once, in <think>: the solution's docstring that restates it is not in the trace.
+    const std::string response = Json::parse(line)["response"].get<std::string>();
+    EXPECT_TRUE(response.find("```python\nimport torch\n") != std::string::npos) << response.substr(0, 400);
+    EXPECT_EQ(response.find("written by tritium synth"), std::string::npos);
+  }
   EXPECT_EQ(lines, (*stats)["kept"].get<int>());
   EXPECT_TRUE(notes.empty());
 }
