@@ -59,11 +59,17 @@ def test_every_stage_runs_and_the_report_compares_the_models(tmp_path):
     # Eval alone (a run stopped after RL): the latest model, RL's, beside SFT's eval in the report.
     (out / "eval" / "rl" / "verdicts.jsonl").unlink()
     (out / "report" / "report.json").unlink()
-    config.write_text(MINI.format(out=out).replace('stages = ["data", "sft", "rl", "eval"]', 'stages = ["eval"]'))
+    alone = MINI.format(out=out).replace('stages = ["data", "sft", "rl", "eval"]', 'stages = ["eval"]')
+    config.write_text(alone.replace("[eval]\n", '[eval]\ndtype = "bfloat16"\ngreedy = true\n'))
     r = run("train", "--config", str(config), timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
+    assert "eval: sampling from the model's parameters in bfloat16" in r.stdout
+    assert "eval: greedy 2 of 2 prompts x 1 in " in r.stdout and "eval: judging 4 samples on " in r.stdout
+    greedy = [json.loads(line) for line in (out / "eval" / "rl" / "greedy" / "verdicts.jsonl").read_text().splitlines()]
+    assert len(greedy) == 2 and all(v["candidate_id"].endswith("#0-greedy") for v in greedy)
+    assert "eval: greedy: {" in r.stdout and "'pass@1': " in r.stdout.split("eval: greedy: ")[1]  # its own metrics
     assert "eval: rl (" in r.stdout and len((out / "eval" / "rl" / "verdicts.jsonl").read_text().splitlines()) == 2
-    assert "eval: sampled 2 of 2 prompts x 1 in " in r.stdout and "eval: judging 2 samples on " in r.stdout  # progress
+    assert "eval: sampled 2 of 2 prompts x 1 in " in r.stdout and "eval: judging 4 samples on " in r.stdout  # progress
     report = json.loads((out / "report" / "report.json").read_text())
     assert [run["name"] for run in report["runs"]] == ["sft/verdicts", "rl/verdicts"]
 
@@ -153,8 +159,13 @@ def test_rl_size_gpu_gives_rl_the_training_graphs_at_gpu_size_and_a_bad_size_sto
         origin = cpu[task["meta"]["twin_of"]]
         assert task["meta"]["ops"] == origin["meta"]["ops"] and task["meta"]["size"] == "gpu"
         assert task["meta"]["bytes"] > origin["meta"]["bytes"] and task["id"] == origin["id"] + "_gpu"
-    held_out = {json.loads(line)["id"] for line in (tmp_path / "heldout.jsonl").read_text().splitlines()}
-    assert not held_out & {t["meta"]["twin_of"] for t in gpu}
+    # Held out: the last graphs that have a twin, as their twins (the eval times at RL's size too);
+    # new graphs to the model, and the tasks passed over on the way train.
+    held_out = [json.loads(line) for line in (tmp_path / "heldout.jsonl").read_text().splitlines()]
+    assert len(held_out) == 2 and all(t["meta"]["size"] == "gpu" and t["id"].endswith("_gpu") for t in held_out)
+    assert not {t["meta"]["twin_of"] for t in held_out} & (set(cpu) | {t["meta"]["twin_of"] for t in gpu})
+    with pytest.raises(ValueError, match="heldout = 11, but only .* tasks have a twin at RL's size"):
+        data_stage({**data, "rl_size": "gpu", "heldout": 11}, tmp_path / "few", seed=3)
 
     data_stage(data, tmp_path, seed=3)  # the default again: an earlier run's GPU-size tasks are not RL's
     assert rl_tasks(tmp_path) == tmp_path / "train_tasks.jsonl" and not (tmp_path / "rl_tasks.jsonl").exists()

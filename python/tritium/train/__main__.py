@@ -42,24 +42,46 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
     drawn = {"difficulty": str(cfg.get("difficulty", "1-2")), "ops": cfg.get("ops", "")}
     twins = {"twin_size": rl_size} if rl_size != "cpu" else {}
     api.make_suite(out=tasks, count=int(cfg.get("count", 40)), seed=seed, with_solutions=True, **drawn, **twins)
-    lines = tasks.read_text().splitlines()
-    heldout = int(cfg.get("heldout", max(1, len(lines) // 5)))
-    (out / "train_tasks.jsonl").write_text("\n".join(lines[:-heldout]) + "\n")
-    (out / "heldout.jsonl").write_text("\n".join(lines[-heldout:]) + "\n")
+    rows = [json.loads(line) for line in tasks.read_text().splitlines()]
+    heldout = int(cfg.get("heldout", max(1, len(rows) // 5)))
+    train, held = split_heldout(rows, heldout, at_size=rl_size != "cpu")
+    _write_tasks(out / "train_tasks.jsonl", train)
+    _write_tasks(out / "heldout.jsonl", held)
     stats = api.sft_data(out / "train_tasks.jsonl", out / "sft.jsonl", device=cfg.get("device", "auto"))
     print(
-        f"data: {len(lines) - heldout} training tasks, {heldout} held out; SFT examples kept {stats['kept']}, "
-        f"dropped {stats['dropped']}"
+        f"data: {len(train)} training tasks, {len(held)} held out"
+        + (f" (at {rl_size} size)" if rl_size != "cpu" else "")
+        + f"; SFT examples kept {stats['kept']}, dropped {stats['dropped']}"
     )
     (out / RL_TASKS).unlink(missing_ok=True)  # an earlier run's: rl_tasks() would pick it up
     if rl_size != "cpu":
         # RL's tasks: the training tasks' own graphs with shapes solved again at rl_size, big enough to
         # time on a GPU. New graphs instead (until 2026-12-05) left the SFT model, sampled, no correct
         # rollout in 512 on the H200: nothing for RL to raise (docs/results/2026-12-05-gpu.md).
-        rl = [json.loads(line)["meta"].get("twin") for line in lines[:-heldout]]
-        rl = [t for t in rl if t]
-        (out / RL_TASKS).write_text("".join(json.dumps(t) + "\n" for t in rl))
-        print(f"data: {len(rl)} of {len(lines) - heldout} training graphs at {rl_size} size for RL in {out / RL_TASKS}")
+        rl = [t["meta"]["twin"] for t in train if t["meta"].get("twin")]
+        _write_tasks(out / RL_TASKS, rl)
+        print(f"data: {len(rl)} of {len(train)} training graphs at {rl_size} size for RL in {out / RL_TASKS}")
+
+
+def split_heldout(rows: list[dict], heldout: int, at_size: bool) -> tuple[list[dict], list[dict]]:
+    """(training tasks, held-out tasks): the last `heldout` tasks held out. `at_size`: the last
+    `heldout` tasks that have a twin, held out as their twins (the size RL trains and times at, so
+    that the eval's fast_1 clears the timing floor as RL's speed reward does); the tasks passed over
+    train. Fewer twins than `heldout` is an error: a smaller held-out set would be silently noisier."""
+    if not at_size:
+        return rows[:-heldout], rows[-heldout:]
+    chosen = [i for i in range(len(rows) - 1, -1, -1) if rows[i]["meta"].get("twin")][:heldout]
+    if len(chosen) < heldout:
+        raise ValueError(
+            f"[data] heldout = {heldout}, but only {len(chosen)} of {len(rows)} tasks have a twin at RL's size: "
+            "raise count (about a third of graphs have one at mid size)"
+        )
+    held = set(chosen)
+    return [r for i, r in enumerate(rows) if i not in held], [rows[i]["meta"]["twin"] for i in sorted(held)]
+
+
+def _write_tasks(path: pathlib.Path, tasks: list[dict]) -> None:
+    path.write_text("".join(json.dumps(t) + "\n" for t in tasks))
 
 
 def rl_tasks(out: pathlib.Path) -> pathlib.Path:

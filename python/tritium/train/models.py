@@ -80,6 +80,17 @@ def load(spec: str, corpus: list[str] | None = None, seed: int = 0, dtype=torch.
     return _plain_weights(model), tokenizer
 
 
+def cast_parameters(model, dtype: str):
+    """The model with its parameters in `dtype` ("bfloat16", "float16", "float32"), for sampling;
+    buffers (rotary frequencies) keep their precision. Returns the model."""
+    target = getattr(torch, dtype, None)
+    if not isinstance(target, torch.dtype) or not target.is_floating_point:
+        raise ValueError(f"dtype {dtype!r} is not a floating torch dtype (bfloat16, float16, float32)")
+    for p in model.parameters():
+        p.data = p.data.to(target)
+    return model
+
+
 def _plain_weights(model):
     """A model loaded from a GGUF file keeps transformers' GGUF quantizer attached, which refuses
     save_pretrained (so every checkpoint) even where the weights were dequantized as they loaded,

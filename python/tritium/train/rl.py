@@ -92,12 +92,11 @@ class RolloutCopy:
     log-probs of the loss still come from the float32 policy."""
 
     def __init__(self, model, dtype: str):
-        self.model, self.dtype = model, getattr(torch, dtype, None)
-        if not isinstance(self.dtype, torch.dtype) or not self.dtype.is_floating_point:
-            raise ValueError(f"rollout_dtype {dtype!r} is not a floating torch dtype (bfloat16, float16, float32)")
-        self.sampler = copy.deepcopy(model).eval().requires_grad_(False)
-        for p in self.sampler.parameters():  # parameters only: buffers (rotary frequencies) keep their precision
-            p.data = p.data.to(self.dtype)
+        self.model = model
+        try:
+            self.sampler = models.cast_parameters(copy.deepcopy(model).eval().requires_grad_(False), dtype)
+        except ValueError as e:
+            raise ValueError(f"rollout_dtype: {e}") from None
 
     @torch.no_grad()
     def refresh(self) -> None:
