@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine without network (docs/gpu.md): build Tritium from .deps, run the GPU tests and
 # the engine benchmarks in one call. Results go to $OUT (or ./gpu-results).
-#   bash scripts/gpu-check.sh [tests|repeatability|throughput|cache|probe|scale|demo|synth|search|fragments|model|train|train-parity]...
+#   bash scripts/gpu-check.sh [tests|repeatability|throughput|cache|probe|scale|demo|synth|search|fragments|model|train|ablation|train-parity]...
 #   (default: the first four; a benchmark step's extra flags come from <STEP>_ARGS, e.g. PROBE_ARGS)
 # scale: the KernelBench-size suite (examples/kernelbench_scale) through the engine and the naive baseline;
 #   it exits 1 when a target is missed, which ends the call (SCALE_ARGS="--only-engine" skips the baseline).
@@ -23,6 +23,10 @@
 #   "sft eval" in one call and "rl eval" in the next, on the same warm machine, split a long run.
 #   The log in $OUT/train, reports, histories and verdicts in $OUT/train/run.tar.gz. TRAIN_LIMIT_S
 #   (seconds; default none) stops the run in time to pack what the stages it finished wrote.
+# ablation: python -m tritium.train.ablation on $TRAIN_CONFIG (its data, SFT and SFT eval done: a train call
+#   before it on the same warm machine), the schemes in ABLATION_REWARDS (default "hrd,blended"; one per
+#   call where a call cannot hold both arms), under TRAIN_LIMIT_S; the arms' logs, histories and verdicts
+#   in $OUT/ablation/ablation.tar.gz.
 # train-parity: scripts/train-parity.sh on 1 and on all GPUs, with the tiny preset on the SFT data
 #   and tasks of $PARITY_RUN (default runs/h200; any run directory a data stage made: carry it).
 set -euo pipefail
@@ -81,6 +85,12 @@ for step in "${steps[@]}"; do
            # reports, histories, verdicts and TensorBoard logs in one file ($OUT brings back 8 at most)
            parts=$(cd "$run_dir" && ls -d eval report rl sft 2>/dev/null || true)
            [ -n "$parts" ] && tar czf "$OUT/train/run.tar.gz" -C "$run_dir" --exclude='checkpoint-*' $parts ;;
+    ablation) mkdir -p "$OUT/ablation"; config="${TRAIN_CONFIG:-configs/h200.toml}"
+              run_dir=$(python3 -c "import sys,tomllib;print(tomllib.load(open(sys.argv[1],'rb'))['out'])" "$config")
+              timeout "${TRAIN_LIMIT_S:-0}" python3 -m tritium.train.ablation --config "$config" \
+                --rewards "${ABLATION_REWARDS:-hrd,blended}" >"$OUT/ablation/ablation.log" 2>&1 || true
+              grep -E "^(ablation|rl|eval):" "$OUT/ablation/ablation.log" | tail -30
+              [ -d "$run_dir/ablation" ] && tar czf "$OUT/ablation/ablation.tar.gz" -C "$run_dir" --exclude='checkpoint-*' ablation ;;
     train-parity) gpus=$(python3 -c "import torch; print(torch.cuda.device_count())"); run=${PARITY_RUN:-runs/h200}
                   head -8 "$run/train_tasks.jsonl" > "$OUT/parity-tasks.jsonl"
                   bash scripts/train-parity.sh "$OUT/parity" "$run/sft.jsonl" "$OUT/parity-tasks.jsonl" "$gpus" \
