@@ -147,6 +147,8 @@ def test_rl_size_gpu_gives_rl_the_training_graphs_at_gpu_size_and_a_bad_size_sto
     data = {"count": 12, "difficulty": "1-2", "ops": "unary,reduction", "heldout": 2, "device": "cpu"}
     with pytest.raises(ValueError, match="rl_size must be one of cpu, mid, gpu"):
         data_stage({**data, "rl_size": "huge"}, tmp_path, seed=3)
+    with pytest.raises(ValueError, match="heldout = 12: it must be at least 0 and leave some of the 12 tasks"):
+        data_stage({**data, "heldout": 12}, tmp_path, seed=3)
     assert not (tmp_path / "tasks.jsonl").exists()
     assert rl_tasks(tmp_path) == tmp_path / "train_tasks.jsonl"
 

@@ -38,12 +38,17 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
     rl_size = cfg.get("rl_size", "cpu")
     if rl_size not in RL_SIZES:  # before the long work
         raise ValueError(f"[data] rl_size must be one of {', '.join(RL_SIZES)}, not {rl_size!r}")
+    count = int(cfg.get("count", 40))
+    heldout = int(cfg.get("heldout", max(1, count // 5)))
+    if not 0 <= heldout < count:
+        raise ValueError(
+            f"[data] heldout = {heldout}: it must be at least 0 and leave some of the {count} tasks to train on"
+        )
     tasks = out / "tasks.jsonl"
     drawn = {"difficulty": str(cfg.get("difficulty", "1-2")), "ops": cfg.get("ops", "")}
     twins = {"twin_size": rl_size} if rl_size != "cpu" else {}
-    api.make_suite(out=tasks, count=int(cfg.get("count", 40)), seed=seed, with_solutions=True, **drawn, **twins)
+    api.make_suite(out=tasks, count=count, seed=seed, with_solutions=True, **drawn, **twins)
     rows = [json.loads(line) for line in tasks.read_text().splitlines()]
-    heldout = int(cfg.get("heldout", max(1, len(rows) // 5)))
     train, held = split_heldout(rows, heldout, at_size=rl_size != "cpu")
     _write_tasks(out / "train_tasks.jsonl", train)
     _write_tasks(out / "heldout.jsonl", held)
@@ -69,7 +74,7 @@ def split_heldout(rows: list[dict], heldout: int, at_size: bool) -> tuple[list[d
     that the eval's fast_1 clears the timing floor as RL's speed reward does); the tasks passed over
     train. Fewer twins than `heldout` is an error: a smaller held-out set would be silently noisier."""
     if not at_size:
-        return rows[:-heldout], rows[-heldout:]
+        return rows[: len(rows) - heldout], rows[len(rows) - heldout :]
     chosen = [i for i in range(len(rows) - 1, -1, -1) if rows[i]["meta"].get("twin")][:heldout]
     if len(chosen) < heldout:
         raise ValueError(
