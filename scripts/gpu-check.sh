@@ -37,6 +37,7 @@ PREFIX=$(bash scripts/unpack-debs.sh)
 python3 -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=build/gpu \
   -Ccmake.define.CMAKE_PREFIX_PATH="$PREFIX" -e . >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 export TRITON_INTERPRET=0
+run_dir_of() { python3 -c "import sys,tomllib;print(tomllib.load(open(sys.argv[1],'rb'))['out'])" "$1"; }  # a config's out
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests repeatability throughput cache)
 for step in "${steps[@]}"; do
@@ -73,7 +74,7 @@ for step in "${steps[@]}"; do
            export PYTHONPATH="$PWD/.model/site${PYTHONPATH:+:$PYTHONPATH}" ;;
     train) mkdir -p "$OUT/train"; config="$OUT/train/$(basename "${TRAIN_CONFIG:-configs/h200.toml}")"
            cp "${TRAIN_CONFIG:-configs/h200.toml}" "$config"
-           run_dir=$(python3 -c "import sys,tomllib;print(tomllib.load(open(sys.argv[1],'rb'))['out'])" "$config")
+           run_dir=$(run_dir_of "$config")
            stages=(${TRAIN_STAGES:-sft rl eval}); stages=$(printf '"%s", ' "${stages[@]}")
            [ -f "$run_dir/sft.jsonl" ] && sed -i "s/^stages = .*/stages = [${stages%, }]/" "$config"
            gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
@@ -86,7 +87,7 @@ for step in "${steps[@]}"; do
            parts=$(cd "$run_dir" && ls -d eval report rl sft 2>/dev/null || true)
            [ -n "$parts" ] && tar czf "$OUT/train/run.tar.gz" -C "$run_dir" --exclude='checkpoint-*' $parts ;;
     ablation) mkdir -p "$OUT/ablation"; config="${TRAIN_CONFIG:-configs/h200.toml}"
-              run_dir=$(python3 -c "import sys,tomllib;print(tomllib.load(open(sys.argv[1],'rb'))['out'])" "$config")
+              run_dir=$(run_dir_of "$config")
               timeout "${TRAIN_LIMIT_S:-0}" python3 -m tritium.train.ablation --config "$config" \
                 --rewards "${ABLATION_REWARDS:-hrd,blended}" >"$OUT/ablation/ablation.log" 2>&1 || true
               grep -E "^(ablation|rl|eval):" "$OUT/ablation/ablation.log" | tail -30

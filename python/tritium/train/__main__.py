@@ -25,6 +25,7 @@ import tomllib
 
 from .. import api
 from . import schema
+from .data import write_jsonl
 from .evaluate import SAMPLES, evaluate_model, pass_ks
 from .rl import RLConfig, train_rl
 from .sft import SFTConfig, latest_checkpoint, train_sft
@@ -50,8 +51,8 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
     api.make_suite(out=tasks, count=count, seed=seed, with_solutions=True, **drawn, **twins)
     rows = [json.loads(line) for line in tasks.read_text().splitlines()]
     train, held = split_heldout(rows, heldout, at_size=rl_size != "cpu")
-    _write_tasks(out / "train_tasks.jsonl", train)
-    _write_tasks(out / "heldout.jsonl", held)
+    write_jsonl(out / "train_tasks.jsonl", train)
+    write_jsonl(out / "heldout.jsonl", held)
     stats = api.sft_data(out / "train_tasks.jsonl", out / "sft.jsonl", device=cfg.get("device", "auto"))
     print(
         f"data: {len(train)} training tasks, {len(held)} held out"
@@ -64,7 +65,7 @@ def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
         # time on a GPU. New graphs instead (until 2026-12-05) left the SFT model, sampled, no correct
         # rollout in 512 on the H200: nothing for RL to raise (docs/results/2026-12-05-gpu.md).
         rl = [t["meta"]["twin"] for t in train if t["meta"].get("twin")]
-        _write_tasks(out / RL_TASKS, rl)
+        write_jsonl(out / RL_TASKS, rl)
         print(f"data: {len(rl)} of {len(train)} training graphs at {rl_size} size for RL in {out / RL_TASKS}")
 
 
@@ -83,10 +84,6 @@ def split_heldout(rows: list[dict], heldout: int, at_size: bool) -> tuple[list[d
         )
     held = set(chosen)
     return [r for i, r in enumerate(rows) if i not in held], [rows[i]["meta"]["twin"] for i in sorted(held)]
-
-
-def _write_tasks(path: pathlib.Path, tasks: list[dict]) -> None:
-    path.write_text("".join(json.dumps(t) + "\n" for t in tasks))
 
 
 def rl_tasks(out: pathlib.Path) -> pathlib.Path:

@@ -21,6 +21,11 @@ def read_jsonl(path: str | pathlib.Path) -> list[dict]:
     return rows
 
 
+def write_jsonl(path: str | pathlib.Path, rows: list[dict]) -> None:
+    """One JSON document per line (tasks, verdicts)."""
+    pathlib.Path(path).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
 def prompt_text(tokenizer, prompt: str) -> str:
     """The prompt as the model sees it: through the chat template when the tokenizer has one."""
     if getattr(tokenizer, "chat_template", None):

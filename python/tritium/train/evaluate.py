@@ -12,6 +12,7 @@ import torch
 
 from . import models
 from .curriculum import task_level
+from .data import write_jsonl
 from .rollout import rollouts
 
 SAMPLES = 4  # per held-out task, by default
@@ -85,7 +86,7 @@ def evaluate_model(
     verdicts = engine.evaluate(items + greedy_items)
     verdicts, greedy_verdicts = verdicts[: len(items)], verdicts[len(items) :]
     verdict_file = where / "verdicts.jsonl"
-    verdict_file.write_text("".join(json.dumps(v) + "\n" for v in verdicts))
+    write_jsonl(verdict_file, verdicts)
     api.report([verdict_file], where)
     overall = api.metrics(verdicts, ks=pass_ks(samples))["overall"]
     log(
@@ -94,7 +95,7 @@ def evaluate_model(
     )
     if greedy:
         (where / "greedy").mkdir(exist_ok=True)
-        (where / "greedy" / "verdicts.jsonl").write_text("".join(json.dumps(v) + "\n" for v in greedy_verdicts))
+        write_jsonl(where / "greedy" / "verdicts.jsonl", greedy_verdicts)
         greedy_overall = overall["greedy"] = api.metrics(greedy_verdicts, ks=(1,))["overall"]
         log(f"eval: greedy: {greedy_overall['stages']}, {greedy_overall['pass']}, {greedy_overall['fast_eager']}")
     return overall
