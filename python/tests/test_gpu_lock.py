@@ -1,6 +1,7 @@
 """The GPU lock (runner/timing.py) across real processes: timing excludes every other GPU user,
 a waiting timer is not starved by new sharers, and two sharers upgrading do not deadlock."""
 
+import fcntl
 import multiprocessing as mp
 import time
 
@@ -297,7 +298,9 @@ def test_timers_ready_within_the_gather_window_time_after_one_drain(lock_path):
     started = time.monotonic()
     events = _run(
         (_busy_sharer, lock_path, "share-a", 3.0),
-        (_busy_sharer, lock_path, "share-b", 3.0, 0.12),
+        # One long share: with two short ones, a loaded host can let both go at one instant, and a
+        # GPU free of sharers rightly ends the gathering.
+        (_busy_sharer, lock_path, "share-b", 1.5, 0.12, 1.5),
         (_hold, lock_path, "exclusive", 0.1, "early", 0.3, {"gather_s": 0.8}),
         (_hold, lock_path, "exclusive", 0.1, "late", 0.7, {"gather_s": 0.8}),
     )
@@ -306,6 +309,38 @@ def test_timers_ready_within_the_gather_window_time_after_one_drain(lock_path):
     assert _shares_inside(events, started + 0.4, started + 1.0), "the neighbours were held back meanwhile"
     between = _shares_inside(events, events[(first, "in")], events[(second, "out")])
     assert not between, f"a share came between the two timers of one round: {between}"
+
+
+def _stall_in_the_gate(lock_path, log, name, start_after, stall_s):
+    """A sharer descheduled while it passes through the gate: it holds the gate exclusively."""
+    time.sleep(start_after)
+    with open(lock_path + ".gate") as gate, open(lock_path) as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        log.put((name, "in", time.monotonic()))
+        time.sleep(stall_s)
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        fcntl.flock(gate, fcntl.LOCK_UN)
+        log.put((name, "out", time.monotonic()))
+
+
+def _gathered_s(lock_path, log, name, start_after, gather_s):
+    time.sleep(start_after)
+    gpu = GpuLock(lock_path, gather_s=gather_s)
+    with gpu.exclusive():
+        pass
+    log.put((name, "gathered", (gpu.record["queued_at"] - gpu.record["ready_at"]) / 1000))
+
+
+def test_a_sharer_passing_through_the_gate_does_not_end_the_gathering(lock_path):
+    """Only a timer's closed gate ends a round's gathering early: a sharer found in the gate (held
+    exclusively, for as long as the host deschedules it there) is not a round under way."""
+    events = _run(
+        (_hold, lock_path, "shared", 1.2, "trial"),
+        (_stall_in_the_gate, lock_path, "passing", 0.2, 0.3),
+        (_gathered_s, lock_path, "timer", 0.1, 0.8),
+    )
+    assert events[("passing", "in")] < events[("passing", "out")]
+    assert events[("timer", "gathered")] > 0.7, "a sharer in the gate was taken for a timer's round"
 
 
 def test_a_timer_gathers_nothing_on_a_gpu_without_sharers(lock_path):

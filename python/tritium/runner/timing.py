@@ -193,13 +193,9 @@ class GpuLock:
         the end of the share. Nothing otherwise: no gate wait is spent without a timer waiting."""
         if self.lock is None or not self.sharing or self.timing:
             return
-        try:
-            fcntl.flock(self.gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # a timer holds the gate
+        if self._timer_holds_gate():
             self.let_go()
             self.hold()
-            return
-        fcntl.flock(self.gate, fcntl.LOCK_UN)
 
     @contextlib.contextmanager
     def released(self):
@@ -241,21 +237,39 @@ class GpuLock:
 
     def _gather(self, until: float) -> None:
         """Waits, holding nothing, until another timer closes the gate (this one then times in
-        that round, after the same drain), the GPU has no sharer (nothing to drain), or `until`."""
+        that round, after the same drain), the GPU has no sharer (nothing to drain), or `until`.
+        A timer is taken to hold the gate when two probes 5 ms apart find it so: one probe can
+        meet another gathering timer's probe (see _timer_holds_gate), which lasts microseconds."""
+        seen = False
         while time.monotonic() < until:
-            try:
-                fcntl.flock(self.gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return  # a timer holds the gate (or a sharer passes through it this instant)
+            holds = self._timer_holds_gate()
+            if holds and seen:
+                return
+            seen = holds
             try:
                 fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(self.lock, fcntl.LOCK_UN)
-                return
             except BlockingIOError:
-                pass
-            finally:
-                fcntl.flock(self.gate, fcntl.LOCK_UN)
-            time.sleep(0.005)
+                time.sleep(0.005)
+                continue
+            fcntl.flock(self.lock, fcntl.LOCK_UN)
+            return
+
+    def _timer_holds_gate(self) -> bool:
+        """Whether a timer holds the gate. Timers hold it shared, which a shared probe joins; a
+        sharer passes through it exclusive, which a shared probe does not join. A shared probe
+        that then upgrades was alone: nobody held it. (A probe of another gathering timer also
+        holds it shared, for the microseconds between the two calls.)"""
+        try:
+            fcntl.flock(self.gate, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        try:
+            fcntl.flock(self.gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
 
     def report(self, phases: dict) -> None:
         """Adds what this process's holds of the lock were to `phases` (a verdict's phases_ms), as gpu.*."""
