@@ -55,6 +55,8 @@ ReferenceStore::Lease ReferenceStore::get(const std::string& key, const Compute&
       entry->bytes = ref.bytes = ref.ok ? disk_bytes(dir) : 0;
       entry->ready = true;
       largest_ = std::max(largest_, entry->bytes);
+      if (auto it = entries_.find(key); ref.transient && it != entries_.end() && it->second == entry)
+        entries_.erase(it);  // a full disk must not fail the task for good
     }
     promise.set_value(std::move(ref));
   }

@@ -34,7 +34,8 @@ class ReferenceStore {
 
   // The reference for `key`, computed by `compute` when the store lacks it (concurrent callers wait
   // for the first one's result). `computed` tells whether this call computed it. A failed
-  // reference is kept (its error) without files, so it is not retried per candidate.
+  // reference is kept (its error) without files, so it is not retried per candidate; a transient
+  // failure only reaches the callers waiting on it, and the next call computes it again.
   Lease get(const std::string& key, const Compute& compute, bool* computed = nullptr);
 
   std::uintmax_t bytes() const;  // on disk now, over the references the store holds

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -102,11 +103,11 @@ Result<fs::path> make_lock_dir() {
 }
 
 // Hard links when possible (no copy of large inputs), a copy across file systems.
-bool link_or_copy(const fs::path& from, const fs::path& to) {
+std::error_code link_or_copy(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::create_hard_link(from, to, ec);
   if (ec) fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-  return !ec;
+  return ec;
 }
 
 std::size_t tensor_bytes(const Json& tensor) {
@@ -414,9 +415,17 @@ struct Engine::Impl {
     if (reply.kind != exec::Reply::Kind::ok) {
       ref.error = fmt::format("{}: the reference could not run: {}", task.origin, reply.detail);
     } else if (!reply.body.value("ok", false)) {
+      const std::string stage = reply.body.value("stage", std::string("?"));
+      const std::string error = reply.body.value("error", std::string());
+      // The trusted runner's own failure (the task's code fails in a stage of its own): the host's.
+      ref.transient = stage == "runner" && !out_of_memory(error);
       const std::string line = reply.body.contains("line") ? fmt::format(":{}", reply.body["line"].get<int>()) : "";
-      ref.error = fmt::format("{}{}: the task's reference failed ({}): {}", task.origin, line,
-                              reply.body.value("stage", std::string("?")), reply.body.value("error", std::string()));
+      ref.error = ref.transient
+                      ? fmt::format(
+                            "{}: the reference could not run here: {} (the work directory {} has {} "
+                            "bytes free); it runs again for the next candidate",
+                            task.origin, error, work.string(), exec::free_bytes(work))
+                      : fmt::format("{}{}: the task's reference failed ({}): {}", task.origin, line, stage, error);
     } else {
       ref.ok = true;
       ref.body = reply.body;
@@ -501,10 +510,22 @@ struct Engine::Impl {
     fs::create_directories(job, ec);
     if (ec) return Error{fmt::format("cannot create {}: {}", job.string(), ec.message())};
     chmod(job.c_str(), 0700);
-    std::ofstream(job / "candidate.py", std::ios::binary) << code;
-    if (!link_or_copy(ref.dir / "params.tt", job / "params.tt"))
-      return Error{fmt::format("cannot place params.tt in {}", job.string())};
+    // Checked: on a full disk an unchecked write left an empty candidate.py, and an honest kernel
+    // was judged a runtime_error ("defines no class ModelNew").
+    std::ofstream file(job / "candidate.py", std::ios::binary);
+    file << code;
+    file.close();
+    if (!file) return Error{host_write_error(job / "candidate.py", std::strerror(errno))};
+    if (auto ec = link_or_copy(ref.dir / "params.tt", job / "params.tt"))
+      return Error{host_write_error(job / "params.tt", ec.message())};
     return job;
+  }
+
+  // The engine could not write one of its own files: the host's fault (most often its disk), not
+  // the candidate's; the verdict is an error, and the same candidate is judged again when asked.
+  std::string host_write_error(const fs::path& file, const std::string& why) const {
+    return fmt::format("the engine could not write {}: {} (the work directory {} has {} bytes free)", file.string(),
+                       why, work.string(), exec::free_bytes(work));
   }
 
   // What the candidate's sandbox hides (the work directory with every reference and slot, the

@@ -17,7 +17,10 @@ namespace tritium::exec {
 struct Reference {
   bool ok = false;
   std::string error;  // why the task's reference failed, naming the task
-  Json body;          // the reference op's answer: init_inputs, params, trials, spots (timing apart)
+  // The runner failed, not the task (a full disk, no file descriptors left): computed again when
+  // asked next, where a task's own failure is kept for every candidate of the task.
+  bool transient = false;
+  Json body;  // the reference op's answer: init_inputs, params, trials, spots (timing apart)
   std::filesystem::path dir;
   std::uintmax_t bytes = 0;  // its files' size on disk
 };

@@ -28,13 +28,14 @@ struct ReferenceStoreTest : ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root); }
 
-  ReferenceStore::Compute writes(std::size_t bytes, bool ok = true) {
-    return [this, bytes, ok](const fs::path& dir) {
+  ReferenceStore::Compute writes(std::size_t bytes, bool ok = true, bool transient = false) {
+    return [this, bytes, ok, transient](const fs::path& dir) {
       ++computed;
       std::ofstream(dir / "trial-0.out.tt", std::ios::binary) << std::string(bytes, 'x');
       Reference ref;
       ref.ok = ok;
       ref.error = ok ? "" : "the task's reference failed";
+      ref.transient = transient;
       ref.dir = dir;
       return ref;
     };
@@ -93,6 +94,25 @@ TEST_F(ReferenceStoreTest, NeverDeletesAReferenceWhileALeaseOrItsCopyLives) {
   copy.reset();
   EXPECT_FALSE(fs::exists(dir));
   EXPECT_EQ(store.bytes(), 0u);
+}
+
+// A full disk failed the runner, not the task: a long-lived engine (a reward server, an RL loop)
+// judged every later candidate of the task an error until it was restarted.
+TEST_F(ReferenceStoreTest, ComputesATransientFailureAgainWhenAskedNext) {
+  ReferenceStore store(root, 10'000);
+  fs::path dir;
+  {
+    const auto bad = store.get("full", writes(1000, false, true));
+    EXPECT_FALSE(bad->ok);
+    dir = bad->dir;
+  }
+  EXPECT_FALSE(fs::exists(dir));
+  bool recomputed = false;
+  const auto again = store.get("full", writes(1000), &recomputed);
+  EXPECT_TRUE(recomputed);
+  EXPECT_EQ(computed, 2);
+  EXPECT_TRUE(again->ok);
+  EXPECT_EQ(store.bytes(), 1000u);
 }
 
 TEST_F(ReferenceStoreTest, KeepsAFailedReferencesErrorWithoutItsFiles) {
