@@ -47,8 +47,10 @@ def test_a_workers_private_dir_starts_with_the_seed(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", None)
     monkeypatch.chdir(tmp_path)
     sandbox._private_dir(str(tmp_path / "job"))
-    assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "job" / "triton")
-    assert (tmp_path / "job" / "triton" / "k" / "cuda_utils.so").read_bytes() == b"module"
+    scratch = tmp_path / "job" / "scratch"  # the candidate's one writable place (a tmpfs in the sandbox)
+    assert os.environ["TRITON_CACHE_DIR"] == str(scratch / "triton")
+    assert os.environ["HOME"] == os.environ["TMPDIR"] == str(scratch) and os.getcwd() == str(tmp_path / "job")
+    assert (scratch / "triton" / "k" / "cuda_utils.so").read_bytes() == b"module"
 
 
 @pytest.mark.parametrize("build", [lambda: {}, lambda: {"a/b.so": b"1"}])

@@ -10,7 +10,9 @@ What the candidate sees (everything else is absent, not covered: it was never mo
 - a /dev of its own: null, zero, full, random, urandom and, on a GPU, the NVIDIA device nodes;
   a small private /dev/shm;
 - a fresh /proc of its PID namespace;
-- read-write: its own directory (inputs, outputs, HOME, TMPDIR, Triton's cache), nothing else.
+- read-only: its own directory (the code, the parameters, the outputs' socket);
+- read-write: only `scratch` in it, a tmpfs of SCRATCH_BYTES (HOME, TMPDIR, Triton's cache), so
+  that a candidate cannot fill the host's disk (300 MB written by one did, and it was `correct`).
 Paths the engine names in `hide` (its work directory, the verdict cache) that fall inside a bound
 tree are covered by empty read-only mounts; the candidate's own directory is placed back on top.
 Every mount is nosuid; all but /dev are nodev. The mounts belong to the mount namespace the worker
@@ -40,6 +42,8 @@ SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime")
 DEV_NODES = ("null", "zero", "full", "random", "urandom")
 SHM_BYTES = 64 << 20
+SCRATCH = "scratch"  # the only writable place: HOME, TMPDIR and Triton's cache
+SCRATCH_BYTES = 256 << 20  # RAM while the candidate lives; Triton's cache of a kernel is well under 1 MB
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -204,9 +208,22 @@ def _pivot(root: str) -> None:
     os.chdir("/")
 
 
-def build(directory: str, uid: int, gid: int, hide: list[str], extra: list[str], gpu: bool) -> dict:
+def scratch_dir(directory: str) -> str:
+    return os.path.join(directory, SCRATCH)
+
+
+def build(
+    directory: str,
+    uid: int,
+    gid: int,
+    hide: list[str],
+    extra: list[str],
+    gpu: bool,
+    scratch_bytes: int = SCRATCH_BYTES,
+) -> dict:
     """Builds and enters the candidate's root (as PID 1 of a fresh PID namespace, inside a mount
-    namespace of its own); `directory` stays writable at its own path. Returns what it mounted."""
+    namespace of its own); `directory` stays at its own path, read-only, with a writable tmpfs of
+    `scratch_bytes` at scratch_dir(directory). Returns what it mounted."""
     os.umask(0o022)  # the directories made on the way to each bound path: traversable by the candidate
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     root = os.path.join(directory, ".root")
@@ -226,9 +243,15 @@ def build(directory: str, uid: int, gid: int, hide: list[str], extra: list[str],
         _bind(root, "/sys")
     covered = [p for p in _outermost(hide) if _covered(p, trees) and _cover(root, p)]
     os.makedirs(_inside(root, directory), exist_ok=True)
-    _bind(root, directory, writable=True)
+    if uid > 0:  # the slot's uid reads its directory (the engine made it 0700), read-only from here
+        os.chown(directory, uid, gid)
+    _bind(root, directory, writable=True)  # not recursive (see _bind), then read-only
+    _mount(None, _inside(root, directory), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    # The tmpfs is owned by the candidate's uid (root of its user namespace: 0) from the start.
+    scratch = f"size={scratch_bytes},mode=700,uid={uid},gid={gid}"
+    _mount("tmpfs", _inside(root, scratch_dir(directory)), "tmpfs", MS_NOSUID | MS_NODEV, scratch)
     _mount(None, root, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     for path in covered:
         _mount(None, _inside(root, path), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     _pivot(root)
-    return {"root": "private", "read_only": trees, "covered": covered}
+    return {"root": "private", "read_only": trees, "covered": covered, "scratch_bytes": scratch_bytes}

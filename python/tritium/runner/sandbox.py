@@ -15,7 +15,8 @@ Whatever the engine's uid (root included), the candidate ends up with:
   vast virtual ranges), no core dumps;
 - a session of its own (made by the worker), so the scheduler's autogroups share the CPU between
   candidates rather than between their processes;
-- a private working directory that is also HOME, TMPDIR and Triton's cache.
+- a private working directory that is also HOME, TMPDIR and Triton's cache: a small tmpfs
+  (rootfs.SCRATCH_BYTES), the only place it can write.
 Any layer that cannot be applied raises SandboxError and the candidate does not run, unless the
 spec says `unsafe` (the engine then marks every verdict so).
 """
@@ -224,7 +225,6 @@ def _drop_privileges(spec: dict, ids: tuple[int, int], report: dict, trees: list
             f"{unreadable} is not readable by other users, so the candidate's uid cannot load "
             f"Python from it; make it readable (chmod -R o+rX {unreadable})"
         )
-    os.chown(spec["dir"], uid, gid)
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
@@ -287,20 +287,23 @@ triton_seed: dict[str, bytes] = {}
 
 
 def _private_dir(directory: str) -> None:
+    """The candidate works in its directory (read-only) and writes to its scratch tmpfs."""
     import tempfile
 
     from .triton_driver import seed_cache
 
-    os.makedirs(os.path.join(directory, "triton"), exist_ok=True)
+    scratch = rootfs.scratch_dir(directory)
+    cache = os.path.join(scratch, "triton")
+    os.makedirs(cache, exist_ok=True)
     try:
-        seed_cache(os.path.join(directory, "triton"), triton_seed)
+        seed_cache(cache, triton_seed)
     except OSError:
         pass  # Triton compiles its driver module itself, as it would without the seed
     os.chdir(directory)
-    os.environ.update(HOME=directory, TMPDIR=directory, TRITON_CACHE_DIR=os.path.join(directory, "triton"))
+    os.environ.update(HOME=scratch, TMPDIR=scratch, TRITON_CACHE_DIR=cache)
     # The runner chose its temporary directory before the fork (/tmp, read-only in the sandbox's root):
     # Triton compiles its launcher in a tempfile.TemporaryDirectory.
-    tempfile.tempdir = directory
+    tempfile.tempdir = scratch
 
 
 def _become_namespace_init() -> int:
@@ -361,7 +364,7 @@ def enter(spec: dict, device: str, on_init=None) -> dict:
         "seccomp": "off",
         "cpu_share": _cpu_share(),
     }
-    os.makedirs(spec["dir"], exist_ok=True)
+    os.makedirs(rootfs.scratch_dir(spec["dir"]), exist_ok=True)  # the mount point of its tmpfs
     own_tasks = _count_own_tasks(os.getuid()) if os.geteuid() != 0 else 0  # before /proc shows only ours
     uid, gid = _sandbox_ids(spec)  # before a user namespace makes anyone root
     alive_r = None
@@ -382,6 +385,7 @@ def enter(spec: dict, device: str, on_init=None) -> dict:
                 [p for p in spec.get("hide", []) if p],
                 [p for p in spec.get("read_only", []) if p],
                 device.startswith("cuda"),
+                int(spec.get("scratch_bytes", rootfs.SCRATCH_BYTES)),
             )
         )
         _cap_pids(_process_limit(spec) * 2, report)
