@@ -75,10 +75,18 @@ def _work_dirs(tmp) -> list:
     return sorted(tmp.glob("tritium-eval-*"))
 
 
-def _candidate_running(tmp) -> bool:
+def _comm(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/comm").read().strip()
+    except OSError:
+        return ""
+
+
+def _candidate_running(proc) -> bool:
     """A candidate is in its forward, so in its sandbox: its uid changed there, which once disarmed
-    its parent-death signal (stopped a moment earlier, before the sandbox, it died either way)."""
-    return any((job / "in_forward").exists() for d in _work_dirs(tmp) for job in (d / "jobs").glob("*"))
+    its parent-death signal (stopped a moment earlier, before the sandbox, it died either way).
+    slow_relu.py names its process then: its directory is read-only, its tmpfs unseen from here."""
+    return any(_comm(pid) == "in_forward" for pid in _descendants(proc.pid))
 
 
 def _runners(processes: dict[int, str]) -> list[int]:
@@ -95,7 +103,7 @@ def _start_eval(tmp, candidate=SLOW, command=None) -> subprocess.Popen:
     proc = subprocess.Popen(
         [TRITIUM, *command, *ENGINE_FLAGS], env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    _wait_for(lambda: _candidate_running(tmp) or proc.poll() is not None, 180, "the candidate to start")
+    _wait_for(lambda: _candidate_running(proc) or proc.poll() is not None, 180, "the candidate to start")
     assert proc.poll() is None, proc.communicate()
     return proc
 
@@ -203,7 +211,7 @@ def test_a_python_process_killed_by_sigterm_leaves_no_runner_and_no_work_directo
         stderr=subprocess.PIPE,
         text=True,
     )
-    _wait_for(lambda: _candidate_running(tmp_path) or proc.poll() is not None, 180, "the candidate to start")
+    _wait_for(lambda: _candidate_running(proc) or proc.poll() is not None, 180, "the candidate to start")
     assert proc.poll() is None, proc.communicate()
     processes = _descendants(proc.pid)
     assert _runners(processes)
