@@ -103,9 +103,21 @@ def _start_eval(tmp, candidate=SLOW, command=None) -> subprocess.Popen:
     proc = subprocess.Popen(
         [TRITIUM, *command, *ENGINE_FLAGS], env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    _wait_for(lambda: _candidate_running(proc) or proc.poll() is not None, 180, "the candidate to start")
-    assert proc.poll() is None, proc.communicate()
+    _wait_for_candidate(proc)
     return proc
+
+
+def _wait_for_candidate(proc: subprocess.Popen) -> None:
+    """Until the candidate is in its forward; a test that fails here kills the process it started
+    (its runners die with it, by their parent-death signal) rather than leave it sleeping."""
+    try:
+        _wait_for(lambda: _candidate_running(proc) or proc.poll() is not None, 180, "the candidate to start")
+        assert proc.poll() is None, proc.communicate()
+    except BaseException:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        raise
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -211,8 +223,7 @@ def test_a_python_process_killed_by_sigterm_leaves_no_runner_and_no_work_directo
         stderr=subprocess.PIPE,
         text=True,
     )
-    _wait_for(lambda: _candidate_running(proc) or proc.poll() is not None, 180, "the candidate to start")
-    assert proc.poll() is None, proc.communicate()
+    _wait_for_candidate(proc)
     processes = _descendants(proc.pid)
     assert _runners(processes)
     proc.send_signal(signal.SIGTERM)
