@@ -420,12 +420,11 @@ struct Engine::Impl {
       // The trusted runner's own failure (the task's code fails in a stage of its own): the host's.
       ref.transient = stage == "runner" && !out_of_memory(error);
       const std::string line = reply.body.contains("line") ? fmt::format(":{}", reply.body["line"].get<int>()) : "";
-      ref.error = ref.transient
-                      ? fmt::format(
-                            "{}: the reference could not run here: {} (the work directory {} has {} "
-                            "bytes free); it runs again for the next candidate",
-                            task.origin, error, work.string(), exec::free_bytes(work))
-                      : fmt::format("{}{}: the task's reference failed ({}): {}", task.origin, line, stage, error);
+      ref.error =
+          ref.transient
+              ? fmt::format("{}: the reference could not run here: {} ({}); it runs again for the next candidate",
+                            task.origin, error, work_space())
+              : fmt::format("{}{}: the task's reference failed ({}): {}", task.origin, line, stage, error);
     } else {
       ref.ok = true;
       ref.body = reply.body;
@@ -524,8 +523,12 @@ struct Engine::Impl {
   // The engine could not write one of its own files: the host's fault (most often its disk), not
   // the candidate's; the verdict is an error, and the same candidate is judged again when asked.
   std::string host_write_error(const fs::path& file, const std::string& why) const {
-    return fmt::format("the engine could not write {}: {} (the work directory {} has {} bytes free)", file.string(),
-                       why, work.string(), exec::free_bytes(work));
+    return fmt::format("the engine could not write {}: {} ({})", file.string(), why, work_space());
+  }
+
+  // What a message about the host's failure says of the disk.
+  std::string work_space() const {
+    return fmt::format("the work directory {} has {} bytes free", work.string(), exec::free_bytes(work));
   }
 
   // What the candidate's sandbox hides (the work directory with every reference and slot, the

@@ -245,6 +245,7 @@ def build(
     os.makedirs(_inside(root, directory), exist_ok=True)
     if uid > 0:  # the slot's uid reads its directory (the engine made it 0700), read-only from here
         os.chown(directory, uid, gid)
+    os.makedirs(scratch_dir(directory), exist_ok=True)  # its tmpfs's mount point, made while writable
     _bind(root, directory, writable=True)  # not recursive (see _bind), then read-only
     _mount(None, _inside(root, directory), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     # The tmpfs is owned by the candidate's uid (root of its user namespace: 0) from the start.

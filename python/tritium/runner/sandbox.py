@@ -364,7 +364,7 @@ def enter(spec: dict, device: str, on_init=None) -> dict:
         "seccomp": "off",
         "cpu_share": _cpu_share(),
     }
-    os.makedirs(rootfs.scratch_dir(spec["dir"]), exist_ok=True)  # the mount point of its tmpfs
+    os.makedirs(spec["dir"], exist_ok=True)
     own_tasks = _count_own_tasks(os.getuid()) if os.geteuid() != 0 else 0  # before /proc shows only ours
     uid, gid = _sandbox_ids(spec)  # before a user namespace makes anyone root
     alive_r = None
