@@ -169,9 +169,22 @@ class PyEngine {
   }
 
   // Items that cannot be used get an "error" verdict in their place; the rest are evaluated.
-  std::string evaluate_json(const std::string& items_json) {
+  // `progress` (None, or a callable of done, total and the verdict's status) is called from the
+  // engine's threads as verdicts complete: a handle, since the call runs without the GIL, which
+  // each call takes. An exception it raises is reported as unraisable, never ending the batch.
+  std::string evaluate_json(const std::string& items_json, nb::handle progress) {
+    tritium::EvalProgress report;
+    if (!progress.is_none())
+      report = [progress](std::size_t done, std::size_t total, const tritium::Verdict& v) {
+        nb::gil_scoped_acquire gil;
+        try {
+          progress(done, total, v.status);
+        } catch (nb::python_error& e) {
+          e.discard_as_unraisable("tritium.Engine.evaluate's progress");
+        }
+      };
     tritium::Json out = tritium::Json::array();
-    for (const auto& v : tritium::evaluate_items(*engine_, tritium::Json::parse(items_json)))
+    for (const auto& v : tritium::evaluate_items(*engine_, tritium::Json::parse(items_json), {}, report))
       out.push_back(tritium::to_json(v));
     return out.dump();
   }
@@ -239,6 +252,7 @@ NB_MODULE(_core, m) {
       nb::arg("plan"), nb::arg("code"));
   nb::class_<PyEngine>(m, "Engine")
       .def(nb::init<const std::string&>(), nb::arg("options_json"), nb::call_guard<nb::gil_scoped_release>())
-      .def("evaluate_json", &PyEngine::evaluate_json, nb::arg("items_json"), nb::call_guard<nb::gil_scoped_release>())
+      .def("evaluate_json", &PyEngine::evaluate_json, nb::arg("items_json"), nb::arg("progress").none() = nb::none(),
+           nb::call_guard<nb::gil_scoped_release>())
       .def("info_json", &PyEngine::info_json);
 }

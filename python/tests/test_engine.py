@@ -239,6 +239,29 @@ def test_unusable_items_and_broken_tasks_get_error_verdicts(runtime_engine):
     assert "reference failed" in verdicts[2]["message"]
 
 
+def test_progress_hears_of_each_verdict_and_a_failing_listener_ends_nothing(runtime_engine, monkeypatch):
+    """Engine.evaluate's `progress` is called from the engine's threads once per usable item, as each
+    completes; an exception in it is reported as unraisable, and the batch's verdicts all come back."""
+    batch = [item(name, TINY_RELU, id=f"{i}:{name}") for i, name in enumerate(["honest_relu.py", "wrong_kernel.py"])]
+    calls = []
+    verdicts = runtime_engine.evaluate(
+        batch + [{"id": "no code", "task": TINY_RELU.read_text()}],
+        progress=lambda done, total, status: calls.append((done, total, status)),
+    )
+    assert [c[:2] for c in calls] == [(1, 2), (2, 2)]  # the unusable item gets its verdict, not a call
+    assert sorted(c[2] for c in calls) == ["correct", "incorrect"]
+    assert [v["status"] for v in verdicts] == ["correct", "incorrect", "error"]
+
+    def failing(done, total, status):
+        raise OSError("No space left on device")
+
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(u.exc_value))
+    verdicts = runtime_engine.evaluate(batch, progress=failing)
+    assert [v["status"] for v in verdicts] == ["correct", "incorrect"]
+    assert [str(e) for e in reported] == ["No space left on device"] * 2
+
+
 def test_the_static_check_runs_first_when_enabled():
     engine = tritium.Engine(device="cpu", jobs=1)
     (verdict,) = engine.evaluate([item("decoy_kernel.py")])

@@ -70,8 +70,19 @@ def test_every_stage_runs_and_the_report_compares_the_models(tmp_path):
     assert "eval: greedy: {" in r.stdout and "'pass@1': " in r.stdout.split("eval: greedy: ")[1]  # its own metrics
     assert "eval: rl (" in r.stdout and len((out / "eval" / "rl" / "verdicts.jsonl").read_text().splitlines()) == 2
     assert "eval: sampled 2 of 2 prompts x 1 in " in r.stdout and "eval: judging 4 samples on " in r.stdout  # progress
+    assert "eval: judged 4 of 4 in " in r.stdout
     report = json.loads((out / "report" / "report.json").read_text())
     assert [run["name"] for run in report["runs"]] == ["sft/verdicts", "rl/verdicts"]
+
+    # The same eval again (as after a run cut while judging): the saved answers are judged, not sampled anew.
+    answers = (out / "eval" / "rl" / "answers.jsonl").read_text()
+    (out / "eval" / "rl" / "verdicts.jsonl").unlink()
+    r = run("train", "--config", str(config), timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "eval: 4 answers of " in r.stdout and "sampled earlier with these settings" in r.stdout
+    assert "sampling from the model's parameters" not in r.stdout and "eval: greedy 2 of 2" not in r.stdout
+    assert (out / "eval" / "rl" / "answers.jsonl").read_text() == answers
+    assert len((out / "eval" / "rl" / "verdicts.jsonl").read_text().splitlines()) == 2
 
     # SFT from a model directory (this run's SFT model) with `base = true`: the model before SFT is
     # evaluated too, and the report sets base and SFT side by side.
@@ -171,3 +182,24 @@ def test_rl_size_gpu_gives_rl_the_training_graphs_at_gpu_size_and_a_bad_size_sto
 
     data_stage(data, tmp_path, seed=3)  # the default again: an earlier run's GPU-size tasks are not RL's
     assert rl_tasks(tmp_path) == tmp_path / "train_tasks.jsonl" and not (tmp_path / "rl_tasks.jsonl").exists()
+
+
+def test_saved_answers_serve_only_the_settings_and_model_files_they_were_sampled_with(tmp_path):
+    from tritium.train import evaluate
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "weights").write_bytes(b"1234")
+    settings = {"model": str(model), "model_files": evaluate._fingerprint(model), "samples": 4, "greedy": True}
+    answers = [{"id": "t#0", "task_id": "t", "group": "t", "sample": 0, "response": "r"}]
+    where = tmp_path / "eval"
+    where.mkdir()
+    assert evaluate._saved_answers(where, settings) is None  # nothing saved yet
+    evaluate._save_answers(where, settings, answers)
+    assert evaluate._saved_answers(where, settings) == answers
+    assert evaluate._saved_answers(where, {**settings, "samples": 8}) is None
+    (model / "weights").write_bytes(b"12345")  # SFT run again into the same checkpoint directory
+    assert evaluate._saved_answers(where, {**settings, "model_files": evaluate._fingerprint(model)}) is None
+    (where / "answers.jsonl").write_text('{"id": "t#0", "tru')  # cut mid-write by hand: unreadable
+    assert evaluate._saved_answers(where, settings) is None
+    assert not list(where.glob("*.partial"))

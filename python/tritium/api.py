@@ -251,12 +251,14 @@ class Engine:
     def __init__(self, **options):
         self._engine = _core.Engine(json.dumps(_engine_options(options)))
 
-    def evaluate(self, batch: list[dict]) -> list[dict]:
+    def evaluate(self, batch: list[dict], progress=None) -> list[dict]:
         """One verdict per item, in order. An item is {"code" | "response", "task" (the task's
         source) | "task_id", "id"?, "group"?, "sample"?, "level"? (the task's level, for per-level
         metrics), "rerun"? (judge and time it again even when the cache holds its verdict)}; an
-        unusable item gets an "error" verdict."""
-        return json.loads(self._engine.evaluate_json(json.dumps(list(batch))))
+        unusable item gets an "error" verdict. `progress(done, total, status)`, if given, hears of
+        each usable item's verdict as it completes, from the engine's threads (keep it short: the
+        engine waits for it); an exception in it is reported and the batch goes on."""
+        return json.loads(self._engine.evaluate_json(json.dumps(list(batch)), progress))
 
     def info(self) -> dict:
         """Device, seed, jobs, profile and library versions the verdicts were made with."""

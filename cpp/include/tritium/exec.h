@@ -188,6 +188,8 @@ class Engine {
 
 /// Evaluates JSON batch items (see eval_item_from_json; `tasks` resolves "task_id"). An item that
 /// cannot be used gets an "error" verdict in its place; the verdicts keep the items' order.
-std::vector<Verdict> evaluate_items(Engine& engine, const Json& items, const Suite& tasks = {});
+/// `progress` hears of the usable items' verdicts as Engine::evaluate's does.
+std::vector<Verdict> evaluate_items(Engine& engine, const Json& items, const Suite& tasks = {},
+                                    const EvalProgress& progress = {});
 
 }  // namespace tritium

@@ -979,7 +979,8 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
   return verdicts;
 }
 
-std::vector<Verdict> evaluate_items(Engine& engine, const Json& items, const Suite& tasks) {
+std::vector<Verdict> evaluate_items(Engine& engine, const Json& items, const Suite& tasks,
+                                    const EvalProgress& progress) {
   std::vector<EvalItem> good;
   std::vector<std::size_t> positions;
   std::vector<Verdict> out(items.size());
@@ -993,7 +994,7 @@ std::vector<Verdict> evaluate_items(Engine& engine, const Json& items, const Sui
     good.push_back(std::move(*item));
     positions.push_back(i);
   }
-  auto verdicts = engine.evaluate(good);
+  auto verdicts = engine.evaluate(good, progress);
   for (std::size_t k = 0; k < verdicts.size(); ++k) out[positions[k]] = std::move(verdicts[k]);
   return out;
 }

@@ -3,7 +3,10 @@ metrics and the report's files (pass@k, fast_p, the status breakdown)."""
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import json
+import os
 import pathlib
 import sys
 import time
@@ -50,40 +53,32 @@ def evaluate_model(
     `greedy`: one greedy answer per task too, judged in the same engine call, its verdicts in
     OUT/greedy/verdicts.jsonl and its metrics under the result's "greedy" (pass@1, fast_p).
     `prompts_per_generate` held-out prompts (each `samples` times) decode together: with static
-    batches a call lasts as long as its longest sample, so on a GPU all of them in one call is quickest."""
+    batches a call lasts as long as its longest sample, so on a GPU all of them in one call is quickest.
+    The answers are saved (OUT/answers.jsonl) before they are judged, and an eval of the same model
+    files, tasks and settings judges them again instead of sampling: a run cut while judging (on the
+    H200, 80 x 5 answers took 4.5 minutes to sample) loses only the judging."""
     from .. import api
 
-    torch.manual_seed(seed)
     where = pathlib.Path(out)
     where.mkdir(parents=True, exist_ok=True)
-    run_device = models.device_for(device)
-    model, tokenizer = models.load(model_dir)
-    if dtype:
-        model = models.cast_parameters(model, dtype)
-        log(f"eval: sampling from the model's parameters in {dtype}")
-    model.to(run_device)
-    suite = api.load_suite(tasks, with_source=True)["tasks"]
-
-    def answers(label: str, count: int, temp: float) -> list[dict]:
-        items, began = [], time.monotonic()
-        for start in range(0, len(suite), prompts_per_generate):
-            chunk = suite[start : start + prompts_per_generate]
-            prompts = [api.kernel_prompt(t["source"]) for t in chunk]
-            results = rollouts(model, tokenizer, prompts, count, max_new_tokens, temp, top_p, generator)
-            for task, (_, _, texts) in zip(chunk, results):
-                items += [_item(task, label, k, t) for k, t in enumerate(texts)]
-            # Progress: on the H200, 80 prompts x 4 samples of up to 2,304 tokens took over 5 minutes
-            # in one call, silent until then.
-            elapsed = time.monotonic() - began
-            log(f"eval: {label} {start + len(chunk)} of {len(suite)} prompts x {count} in {elapsed:.0f} s")
-        return items
-
-    items = answers("sampled", samples, temperature)
-    greedy_items = answers("greedy", 1, 0.0) if greedy else []
-    log(f"eval: judging {len(items) + len(greedy_items)} samples on {engine_device}")
+    settings = {
+        "model": str(model_dir),
+        "model_files": _fingerprint(pathlib.Path(model_dir)),
+        "tasks": hashlib.sha256(pathlib.Path(tasks).read_bytes()).hexdigest(),
+        **{"samples": samples, "max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p},
+        **{"seed": seed, "generator": generator, "dtype": dtype, "greedy": greedy},
+    }
+    answers = _saved_answers(where, settings)
+    if answers is None:
+        answers = _sample(model_dir, tasks, settings, device, prompts_per_generate, log)
+        _save_answers(where, settings, answers)
+    else:
+        log(f"eval: {len(answers)} answers of {model_dir} sampled earlier with these settings ({where / ANSWERS})")
+    items = [a for a in answers if a["group"] == a["task_id"]]  # the greedy ones come after, grouped apart
+    log(f"eval: judging {len(answers)} samples on {engine_device}")
     began = time.monotonic()
     engine = api.Engine(device=engine_device, python=sys.executable, timeout_s=engine_timeout_s or None)
-    verdicts = engine.evaluate(items + greedy_items)
+    verdicts = engine.evaluate(answers, progress=_JudgingLog(len(answers), log))
     verdicts, greedy_verdicts = verdicts[: len(items)], verdicts[len(items) :]
     verdict_file = where / "verdicts.jsonl"
     write_jsonl(verdict_file, verdicts)
@@ -99,6 +94,86 @@ def evaluate_model(
         greedy_overall = overall["greedy"] = api.metrics(greedy_verdicts, ks=(1,))["overall"]
         log(f"eval: greedy: {greedy_overall['stages']}, {greedy_overall['pass']}, {greedy_overall['fast_eager']}")
     return overall
+
+
+ANSWERS = "answers.jsonl"  # the sampled answers, written before judging: a run cut while judging keeps them
+
+
+def _sample(model_dir: str, tasks: str, settings: dict, device: str, prompts_per_generate: int, log) -> list[dict]:
+    """The sampled answers (`samples` a task), then the greedy ones with `greedy`, as engine items."""
+    from .. import api
+
+    torch.manual_seed(settings["seed"])
+    model, tokenizer = models.load(model_dir)
+    if settings["dtype"]:
+        model = models.cast_parameters(model, settings["dtype"])
+        log(f"eval: sampling from the model's parameters in {settings['dtype']}")
+    model.to(models.device_for(device))
+    suite = api.load_suite(tasks, with_source=True)["tasks"]
+
+    def answers(label: str, count: int, temp: float) -> list[dict]:
+        items, began = [], time.monotonic()
+        for start in range(0, len(suite), prompts_per_generate):
+            chunk = suite[start : start + prompts_per_generate]
+            prompts = [api.kernel_prompt(t["source"]) for t in chunk]
+            length, top_p, generator = settings["max_new_tokens"], settings["top_p"], settings["generator"]
+            results = rollouts(model, tokenizer, prompts, count, length, temp, top_p, generator)
+            for task, (_, _, texts) in zip(chunk, results):
+                items += [_item(task, label, k, t) for k, t in enumerate(texts)]
+            # Progress: on the H200, 80 prompts x 4 samples of up to 2,304 tokens took over 5 minutes
+            # in one call, silent until then.
+            elapsed = time.monotonic() - began
+            log(f"eval: {label} {start + len(chunk)} of {len(suite)} prompts x {count} in {elapsed:.0f} s")
+        return items
+
+    sampled = answers("sampled", settings["samples"], settings["temperature"])
+    return sampled + (answers("greedy", 1, 0.0) if settings["greedy"] else [])
+
+
+def _fingerprint(model_dir: pathlib.Path) -> list:
+    """What tells one saved model from another at the same path (a rerun SFT overwrites its
+    checkpoint-N): each file's name, size and modification time; a preset name has none."""
+    if not model_dir.is_dir():
+        return []
+    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in sorted(model_dir.iterdir()) if f.is_file()]
+
+
+def _saved_answers(where: pathlib.Path, settings: dict) -> list[dict] | None:
+    """The answers an earlier run of this eval saved, if it sampled the same model and tasks with
+    the same settings; else None (they are sampled again)."""
+    meta, answers = where / (ANSWERS + ".settings.json"), where / ANSWERS
+    try:
+        if json.loads(meta.read_text()) != settings:
+            return None
+        return [json.loads(line) for line in answers.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return None
+
+
+def _save_answers(where: pathlib.Path, settings: dict, answers: list[dict]) -> None:
+    """The answers, then their settings (the settings file says the answers are whole), each
+    written aside and renamed into place."""
+    meta = where / (ANSWERS + ".settings.json")
+    meta.unlink(missing_ok=True)
+    for path, text in ((where / ANSWERS, "".join(json.dumps(a) + "\n" for a in answers)), (meta, json.dumps(settings))):
+        aside = path.with_name(path.name + ".partial")
+        aside.write_text(text)
+        os.replace(aside, path)
+
+
+class _JudgingLog:
+    """The engine's progress on an eval's answers, a line every tenth of them: judging 400 on a
+    GPU takes minutes."""
+
+    def __init__(self, total: int, log):
+        self.total, self.log, self.every = total, log, max(1, total // 10)
+        self.began, self.statuses = time.monotonic(), collections.Counter()
+
+    def __call__(self, done: int, total: int, status: str) -> None:
+        self.statuses[status] += 1
+        if done % self.every == 0 or done == total:
+            counts = ", ".join(f"{k} {v}" for k, v in self.statuses.most_common())
+            self.log(f"eval: judged {done} of {total} in {time.monotonic() - self.began:.0f} s ({counts})")
 
 
 def _item(task: dict, label: str, k: int, response: str) -> dict:
