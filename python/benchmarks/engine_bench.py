@@ -98,12 +98,15 @@ def repeatability(args) -> dict:
         for verdict in engine.evaluate(batch):
             assert verdict["status"] == "correct", verdict["message"]
             results[verdict["candidate_id"]].append(verdict)
+            calls = verdict["runtime_stats"] or {}  # all calls slower, or a few: the quartiles tell
             print(
-                f"run {run}: {verdict['candidate_id']}: {verdict['runtime_ms']:.4f} ms, "
-                f"x{verdict['speedup_eager']:.3f} eager, x{verdict['speedup_compile'] or 0:.3f} compile, "
-                f"coverage {verdict['coverage']}",
+                f"run {run}: {verdict['candidate_id']}: {verdict['runtime_ms']:.4f} ms "
+                f"(min {calls.get('min_ms', 0):.4f}, p25 {calls.get('p25_ms', 0):.4f}, "
+                f"p75 {calls.get('p75_ms', 0):.4f}, n {calls.get('n')}), x{verdict['speedup_eager']:.3f} eager, "
+                f"x{verdict['speedup_compile'] or 0:.3f} compile, coverage {verdict['coverage']}",
                 flush=True,
             )
+        del engine  # its runners end before the next engine's start: no teardown beside its timings
     summary = {}
     for name, verdicts in results.items():
         speedups = [v["speedup_eager"] for v in verdicts]

@@ -77,7 +77,11 @@ def evaluate_model(
     items = [a for a in answers if a["group"] == a["task_id"]]  # the greedy ones come after, grouped apart
     log(f"eval: judging {len(answers)} samples on {engine_device}")
     began = time.monotonic()
-    engine = api.Engine(device=engine_device, python=sys.executable, timeout_s=engine_timeout_s or None)
+    # Lazy reference timing: a task's references are timed (torch.compile, seconds of CPU work each)
+    # only once one of its answers is correct; a held-out eval of a small model has many tasks with none.
+    engine = api.Engine(
+        device=engine_device, python=sys.executable, timeout_s=engine_timeout_s or None, lazy_reference_timing=True
+    )
     verdicts = engine.evaluate(answers, progress=_JudgingLog(len(answers), log))
     verdicts, greedy_verdicts = verdicts[: len(items)], verdicts[len(items) :]
     verdict_file = where / "verdicts.jsonl"
