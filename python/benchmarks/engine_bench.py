@@ -721,6 +721,13 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         print(f"  host CPU busy: {host.summary()}", flush=True)
     jobs = [v.get("phases_ms") or {} for v in verdicts if "checked" in (v.get("phases_ms") or {})]
     print(f"  timed phases run: {sum('ship_spots' in p for p in jobs)} of {len(jobs)} jobs (wrong ones skip theirs)")
+    scratch = [
+        (v["phases_ms"]["scratch.used_mib"], e["id"])
+        for e, v in zip(batch, verdicts)
+        if "scratch.used_mib" in (v.get("phases_ms") or {})
+    ]
+    if scratch:  # Triton's cache lives there: its size against the tmpfs's cap
+        print(f"  candidates' scratch (tmpfs, 256 MiB): most {max(scratch)[0]:.1f} MiB ({max(scratch)[1]})")
     _print_timeline(run["timeline"])
     _print_memory(run["memory"])
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short

@@ -262,6 +262,21 @@ def test_progress_hears_of_each_verdict_and_a_failing_listener_ends_nothing(runt
     assert [str(e) for e in reported] == ["No space left on device"] * 2
 
 
+def test_a_verdict_says_how_much_of_its_scratch_the_candidate_filled(runtime_engine):
+    """The candidate's one writable place is a tmpfs (HOME, TMPDIR, Triton's cache); the verdict
+    reports what it held at the end, which tells a Triton cache's size against the cap."""
+    code = (RUNTIME / "honest_relu.py").read_text()
+    leaves = "import os\nopen(os.path.join(os.environ['TMPDIR'], 'kept'), 'wb').write(b'x' * (5 << 20))\n" + code
+    quiet, filled = runtime_engine.evaluate(
+        [
+            item("honest_relu.py", TINY_RELU, id="quiet"),
+            {**item("honest_relu.py", TINY_RELU, id="filled"), "code": leaves},
+        ]
+    )
+    assert quiet["status"] == filled["status"] == "correct", filled["message"]
+    assert quiet["phases_ms"]["scratch.used_mib"] < 5 <= filled["phases_ms"]["scratch.used_mib"] < 256
+
+
 def test_the_static_check_runs_first_when_enabled():
     engine = tritium.Engine(device="cpu", jobs=1)
     (verdict,) = engine.evaluate([item("decoy_kernel.py")])

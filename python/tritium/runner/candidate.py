@@ -18,7 +18,7 @@ import time
 import torch
 
 from . import inputs as trial_inputs
-from . import triton_driver
+from . import rootfs, triton_driver
 from .channel import ChannelError
 from .monitor import Monitor, install_launch_hook, recording
 from .phases import add_since, phase
@@ -386,6 +386,10 @@ def evaluate(request: dict) -> dict:
     finally:
         _done(request.get("channel_end"))
         gpu.report(answer["phases_ms"])
+        if (answer["sandbox"] or {}).get("scratch_bytes"):  # its tmpfs was mounted
+            used = rootfs.scratch_used_mib(os.path.dirname(filename))
+            if used is not None:
+                answer["phases_ms"]["scratch.used_mib"] = used
     return answer
 
 

@@ -212,6 +212,15 @@ def scratch_dir(directory: str) -> str:
     return os.path.join(directory, SCRATCH)
 
 
+def scratch_used_mib(directory: str) -> float | None:
+    """What the candidate's scratch tmpfs holds (its Triton cache among it), against SCRATCH_BYTES."""
+    try:
+        fs = os.statvfs(scratch_dir(directory))
+    except OSError:
+        return None
+    return (fs.f_blocks - fs.f_bfree) * fs.f_frsize / 2**20
+
+
 def build(
     directory: str,
     uid: int,
