@@ -55,8 +55,8 @@ def evaluate_model(
     `prompts_per_generate` held-out prompts (each `samples` times) decode together: with static
     batches a call lasts as long as its longest sample, so on a GPU all of them in one call is quickest.
     The answers are saved (OUT/answers.jsonl) before they are judged, and an eval of the same model
-    files, tasks and settings judges them again instead of sampling: a run cut while judging (on the
-    H200, 80 x 5 answers took 4.5 minutes to sample) loses only the judging."""
+    files, tasks and settings judges them again instead of sampling: a run cut while judging (on an
+    H100, 80 x 5 answers took 4.5 minutes to sample) loses only the judging."""
     from .. import api
 
     where = pathlib.Path(out)
