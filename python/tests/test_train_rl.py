@@ -271,3 +271,43 @@ def test_scoring_overlapped_with_the_next_batchs_generation_gives_the_same_step(
         assert torch.equal(a["ids"], b["ids"]) and torch.equal(a["mask"], b["mask"])
         assert torch.allclose(a["old"], b["old"], atol=1e-6)
     assert [s["statuses"] for s in alone_stats] == [s["statuses"] for s in overlapped_stats]
+
+
+def test_minibatches_take_one_optimizer_step_per_slice_of_the_steps_groups():
+    """A step's groups in `minibatches` slices: that many AdamW steps a pass, each on its slice's
+    mean loss; a single slice is the whole step's mean, as before."""
+    import torch
+    from accelerate import Accelerator
+
+    from tritium.train import grpo, models
+
+    prompt = tritium.kernel_prompt((EXAMPLE_TASKS / "level1" / "01_relu.py").read_text())
+    model, tokenizer = models.load("tiny", corpus=[prompt])
+    ids = torch.tensor([tokenizer(prompt)["input_ids"][:24]] * 2)
+    attention = torch.ones_like(ids)
+    with torch.no_grad():
+        old = grpo.token_logprobs(model, ids, attention)
+    groups = [
+        {
+            "ids": ids,
+            "attention": attention,
+            "old": old,
+            "adv": torch.full_like(old, a),
+            "mask": torch.ones_like(old),
+            "ref": None,
+        }
+        for a in (1.0, -0.5, 0.25, 2.0)
+    ]
+    accelerator = Accelerator(cpu=True)
+    for minibatches, updates in ((1, 1), (2, 1), (4, 2)):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        cfg = RLConfig(tasks="", model="", out="", prompts_per_step=4, minibatches=minibatches, updates=updates)
+        loss = rl._update(cfg, accelerator, model, optimizer, groups, total_groups=4)
+        steps = {int(state["step"]) for state in optimizer.state.values()}
+        assert steps == {minibatches * updates} and loss == loss
+    with pytest.raises(ValueError, match="each must split into minibatches 3 equal slices"):
+        rl._check_minibatches(RLConfig(tasks="", model="", out="", prompts_per_step=4, minibatches=3), 1, 1)
+    with pytest.raises(ValueError, match=r"gives the 2 processes \[2, 1\] prompt groups"):
+        rl._check_minibatches(RLConfig(tasks="", model="", out="", prompts_per_step=3, minibatches=2), 2, 1)
+    rl._check_minibatches(RLConfig(tasks="", model="", out="", prompts_per_step=3), 2, 1)  # one slice: uneven is fine
+    rl._check_minibatches(RLConfig(tasks="", model="", out="", prompts_per_step=8, minibatches=2), 2, 2)
