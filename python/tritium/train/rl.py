@@ -4,10 +4,10 @@ endpoints, through tritium.integrations.RewardClient), turns the group's rewards
 advantages (HRD by default: plan tokens get alpha times the speed advantage, code tokens the
 correctness advantage) and makes `updates` passes over the step's groups, each of `minibatches`
 clipped policy-gradient steps on a slice of them (tritium.train.grpo). Tasks come from a
-curriculum over difficulty levels with mixing weights (tritium.train.curriculum). Data-parallel through accelerate: each process rolls out its
-share of a step's prompts, `rollout_batch` prompts per generate call (each batch seeded by its
-first prompt, so the rollouts do not depend on which process draws them), and the gradients are
-averaged over all groups.
+curriculum over difficulty levels with mixing weights (tritium.train.curriculum). Data-parallel
+through accelerate: each process rolls out its share of a step's prompts, `rollout_batch` prompts
+per generate call (each batch seeded by its first prompt, so the rollouts do not depend on which
+process draws them), and the gradients are averaged over all groups.
 
     python -m tritium.train.rl --tasks SUITE --model DIR --out DIR [--steps N] [--group-size G] ...
     accelerate launch --num_processes 2 -m tritium.train.rl --tasks SUITE --model DIR --out DIR ...
