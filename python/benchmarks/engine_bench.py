@@ -567,7 +567,9 @@ def _naive(batch: list[dict], device: str) -> tuple[list[dict], float]:
                 result = {"status": "timeout"}
             result["wall_s"] = time.perf_counter() - began
             results.append(result)
-            print(f"  naive {entry['id']}: {result['status']} in {result['wall_s']:.1f} s", flush=True)
+            # its do_bench time as it comes: a run cut short (a call's limit) still gives what it reached
+            timed = f", do_bench {result['runtime_ms']:.4f} ms" if result.get("runtime_ms") else ""
+            print(f"  naive {entry['id']}: {result['status']} in {result['wall_s']:.1f} s{timed}", flush=True)
     return results, time.perf_counter() - start
 
 
