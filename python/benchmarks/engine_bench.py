@@ -730,7 +730,8 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         if "scratch.used_mib" in (v.get("phases_ms") or {})
     ]
     if scratch:  # Triton's cache lives there: its size against the tmpfs's cap
-        print(f"  candidates' scratch (tmpfs, 256 MiB): most {max(scratch)[0]:.1f} MiB ({max(scratch)[1]})")
+        most, where = max(scratch)
+        print(f"  candidates' scratch (tmpfs, 256 MiB): most {most:.1f} MiB ({where})")
     _print_timeline(run["timeline"])
     _print_memory(run["memory"])
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short

@@ -74,7 +74,7 @@ def evaluate_model(
         _save_answers(where, settings, answers)
     else:
         log(f"eval: {len(answers)} answers of {model_dir} sampled earlier with these settings ({where / ANSWERS})")
-    items = [a for a in answers if a["group"] == a["task_id"]]  # the greedy ones come after, grouped apart
+    sampled = sum(a["group"] == a["task_id"] for a in answers)  # the greedy ones come after, grouped apart
     log(f"eval: judging {len(answers)} samples on {engine_device}")
     began = time.monotonic()
     # Lazy reference timing: a task's references are timed (torch.compile, seconds of CPU work each)
@@ -83,7 +83,7 @@ def evaluate_model(
         device=engine_device, python=sys.executable, timeout_s=engine_timeout_s or None, lazy_reference_timing=True
     )
     verdicts = engine.evaluate(answers, progress=_JudgingLog(len(answers), log))
-    verdicts, greedy_verdicts = verdicts[: len(items)], verdicts[len(items) :]
+    verdicts, greedy_verdicts = verdicts[:sampled], verdicts[sampled:]
     verdict_file = where / "verdicts.jsonl"
     write_jsonl(verdict_file, verdicts)
     api.report([verdict_file], where)
@@ -101,6 +101,7 @@ def evaluate_model(
 
 
 ANSWERS = "answers.jsonl"  # the sampled answers, written before judging: a run cut while judging keeps them
+SETTINGS = ANSWERS + ".settings.json"  # what they were sampled with, written after them: they are whole
 
 
 def _sample(model_dir: str, tasks: str, settings: dict, device: str, prompts_per_generate: int, log) -> list[dict]:
@@ -115,12 +116,13 @@ def _sample(model_dir: str, tasks: str, settings: dict, device: str, prompts_per
     model.to(models.device_for(device))
     suite = api.load_suite(tasks, with_source=True)["tasks"]
 
+    length, top_p, generator = settings["max_new_tokens"], settings["top_p"], settings["generator"]
+
     def answers(label: str, count: int, temp: float) -> list[dict]:
         items, began = [], time.monotonic()
         for start in range(0, len(suite), prompts_per_generate):
             chunk = suite[start : start + prompts_per_generate]
             prompts = [api.kernel_prompt(t["source"]) for t in chunk]
-            length, top_p, generator = settings["max_new_tokens"], settings["top_p"], settings["generator"]
             results = rollouts(model, tokenizer, prompts, count, length, temp, top_p, generator)
             for task, (_, _, texts) in zip(chunk, results):
                 items += [_item(task, label, k, t) for k, t in enumerate(texts)]
@@ -145,11 +147,10 @@ def _fingerprint(model_dir: pathlib.Path) -> list:
 def _saved_answers(where: pathlib.Path, settings: dict) -> list[dict] | None:
     """The answers an earlier run of this eval saved, if it sampled the same model and tasks with
     the same settings; else None (they are sampled again)."""
-    meta, answers = where / (ANSWERS + ".settings.json"), where / ANSWERS
     try:
-        if json.loads(meta.read_text()) != settings:
+        if json.loads((where / SETTINGS).read_text()) != settings:
             return None
-        return [json.loads(line) for line in answers.read_text().splitlines() if line.strip()]
+        return [json.loads(line) for line in (where / ANSWERS).read_text().splitlines() if line.strip()]
     except (OSError, ValueError):
         return None
 
@@ -157,7 +158,7 @@ def _saved_answers(where: pathlib.Path, settings: dict) -> list[dict] | None:
 def _save_answers(where: pathlib.Path, settings: dict, answers: list[dict]) -> None:
     """The answers, then their settings (the settings file says the answers are whole), each
     written aside and renamed into place."""
-    meta = where / (ANSWERS + ".settings.json")
+    meta = where / SETTINGS
     meta.unlink(missing_ok=True)
     for path, text in ((where / ANSWERS, "".join(json.dumps(a) + "\n" for a in answers)), (meta, json.dumps(settings))):
         aside = path.with_name(path.name + ".partial")
@@ -170,7 +171,7 @@ class _JudgingLog:
     GPU takes minutes."""
 
     def __init__(self, total: int, log):
-        self.total, self.log, self.every = total, log, max(1, total // 10)
+        self.log, self.every = log, max(1, total // 10)
         self.began, self.statuses = time.monotonic(), collections.Counter()
 
     def __call__(self, done: int, total: int, status: str) -> None:

@@ -263,31 +263,45 @@ def _group_tensors(tokenizer, prompt_ids, completions, texts, scored, model, ref
 def _update(cfg: RLConfig, accelerator, model, optimizer, groups: list[dict], total_groups: int) -> float:
     """`updates` passes over the step's groups, each `minibatches` clipped steps on the mean GRPO
     loss over all processes' groups of a slice; the last pass's mean loss."""
-    world, parts = accelerator.num_processes, cfg.minibatches
+    parts = cfg.minibatches
     size = len(groups) // parts  # every process has as many (checked at the start)
     for _ in range(cfg.updates):
-        loss_sum = torch.zeros((), device=accelerator.device)
-        for part in range(parts):
-            optimizer.zero_grad(set_to_none=True)
-            chunk = groups[part * size : (part + 1) * size]
-            for k, t in enumerate(chunk):
-                sync = contextlib.nullcontext() if k == len(chunk) - 1 else accelerator.no_sync(model)
-                with sync:
-                    loss = grpo.grpo_loss(
-                        grpo.token_logprobs(model, t["ids"], t["attention"]),
-                        t["old"],
-                        t["adv"],
-                        t["mask"],
-                        cfg.clip_eps,
-                        ref_logprobs=t["ref"],
-                        kl_coef=cfg.kl_coef,
-                    )
-                    # averaged by accelerate over processes: the mean over the slice's groups
-                    accelerator.backward(loss * world * parts / total_groups)
-                loss_sum += loss.detach()
-            accelerator.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
+        loss_sum = sum(
+            _minibatch_step(cfg, accelerator, model, optimizer, groups[k * size : (k + 1) * size], total_groups / parts)
+            for k in range(parts)
+        )
     return float(accelerator.reduce(loss_sum, "sum")) / total_groups
+
+
+def _minibatch_step(cfg: RLConfig, accelerator, model, optimizer, chunk: list[dict], chunk_groups: float):
+    """One clipped optimizer step on the mean GRPO loss over all processes' `chunk_groups` groups of
+    a slice (this process's `chunk`); the sum of its own groups' losses."""
+    world = accelerator.num_processes
+    optimizer.zero_grad(set_to_none=True)
+    loss_sum = torch.zeros((), device=accelerator.device)
+    for k, t in enumerate(chunk):
+        sync = contextlib.nullcontext() if k == len(chunk) - 1 else accelerator.no_sync(model)
+        with sync:
+            loss = grpo.grpo_loss(
+                grpo.token_logprobs(model, t["ids"], t["attention"]),
+                t["old"],
+                t["adv"],
+                t["mask"],
+                cfg.clip_eps,
+                ref_logprobs=t["ref"],
+                kl_coef=cfg.kl_coef,
+            )
+            accelerator.backward(loss * world / chunk_groups)  # averaged by accelerate over processes
+        loss_sum += loss.detach()
+    accelerator.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss_sum
+
+
+def _own_batches(count: int, rank: int, world: int, batch: int) -> list[range]:
+    """The batches of a step's `count` prompts that process `rank` rolls out: `batch` at a time,
+    dealt round-robin over the processes."""
+    return [range(first, min(first + batch, count)) for first in range(rank * batch, count, world * batch)]
 
 
 def _check_minibatches(cfg: RLConfig, world: int, batch: int) -> None:
@@ -295,8 +309,7 @@ def _check_minibatches(cfg: RLConfig, world: int, batch: int) -> None:
     process short of a slice would leave the others waiting in its gradients' all-reduce."""
     if cfg.minibatches < 1:
         raise ValueError(f"minibatches {cfg.minibatches}: expected at least 1")
-    prompts = cfg.prompts_per_step
-    own = [sum(min(batch, prompts - first) for first in range(r * batch, prompts, world * batch)) for r in range(world)]
+    own = [sum(map(len, _own_batches(cfg.prompts_per_step, r, world, batch))) for r in range(world)]
     if cfg.minibatches > 1 and (len(set(own)) > 1 or own[0] % cfg.minibatches):
         raise ValueError(
             f"prompts_per_step {cfg.prompts_per_step} in batches of {batch} (rollout_batch) gives the "
@@ -406,7 +419,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         began = time.monotonic()
         chosen = curriculum.pick(rng, cfg.prompts_per_step)  # the same on every process
         clock = Counter()
-        mine = [(first, chosen[first : first + batch]) for first in range(rank * batch, len(chosen), world * batch)]
+        mine = [(b.start, chosen[b.start : b.stop]) for b in _own_batches(len(chosen), rank, world, batch)]
         groups, stats = _rollout_step(
             cfg, model, tokenizer, client, mine, step, reference, device, clock, copied and copied.sampler
         )
