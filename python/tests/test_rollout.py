@@ -76,3 +76,23 @@ def test_the_generator_is_checked(tiny):
     model.train()
     rollouts(model, tokenizer, prompts[:1], 1, 4, 0.0, 1.0, "continuous")
     assert model.training  # handed back in the mode it came in
+
+
+@pytest.mark.parametrize("generator", ["generate", "compiled", "continuous"])
+def test_greedy_rows_in_a_sampled_batch_decode_what_greedy_decoding_does(tiny, generator):
+    model, tokenizer, prompts = tiny
+    encoded = [tokenizer(p)["input_ids"][:40] for p in prompts]
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    greedy = completion_ids(model, encoded, 1, 16, 0.0, 1.0, eos, pad, generator)
+
+    def mixed(seed):
+        torch.manual_seed(seed)
+        return completion_ids(model, encoded, 3, 16, 1.0, 0.9, eos, pad, generator, greedy_too=True)
+
+    first, second = mixed(1), mixed(2)
+    assert len(first) == 3 * 4
+    assert [first[i * 4 + 3] for i in range(3)] == greedy  # each prompt's last row, under any seed
+    assert [second[i * 4 + 3] for i in range(3)] == greedy
+    drawn = [first[i * 4 + k] for i in range(3) for k in range(3)]
+    assert drawn != [second[i * 4 + k] for i in range(3) for k in range(3)]  # the others are sampled
+    assert any(row != greedy[i // 3] for i, row in enumerate(drawn))

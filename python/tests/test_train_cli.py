@@ -64,12 +64,12 @@ def test_every_stage_runs_and_the_report_compares_the_models(tmp_path):
     r = run("train", "--config", str(config), timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "eval: sampling from the model's parameters in bfloat16" in r.stdout
-    assert "eval: greedy 2 of 2 prompts x 1 in " in r.stdout and "eval: judging 4 samples on " in r.stdout
+    assert "eval: 2 of 2 prompts x 1 + greedy in " in r.stdout and "eval: judging 4 samples on " in r.stdout
     greedy = [json.loads(line) for line in (out / "eval" / "rl" / "greedy" / "verdicts.jsonl").read_text().splitlines()]
     assert len(greedy) == 2 and all(v["candidate_id"].endswith("#0-greedy") for v in greedy)
     assert "eval: greedy: {" in r.stdout and "'pass@1': " in r.stdout.split("eval: greedy: ")[1]  # its own metrics
     assert "eval: rl (" in r.stdout and len((out / "eval" / "rl" / "verdicts.jsonl").read_text().splitlines()) == 2
-    assert "eval: sampled 2 of 2 prompts x 1 in " in r.stdout and "eval: judging 4 samples on " in r.stdout  # progress
+    assert "eval: judging 4 samples on " in r.stdout  # progress
     assert "eval: judged 4 of 4 in " in r.stdout
     report = json.loads((out / "report" / "report.json").read_text())
     assert [run["name"] for run in report["runs"]] == ["sft/verdicts", "rl/verdicts"]
@@ -80,7 +80,7 @@ def test_every_stage_runs_and_the_report_compares_the_models(tmp_path):
     r = run("train", "--config", str(config), timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "eval: 4 answers of " in r.stdout and "sampled earlier with these settings" in r.stdout
-    assert "sampling from the model's parameters" not in r.stdout and "eval: greedy 2 of 2" not in r.stdout
+    assert "sampling from the model's parameters" not in r.stdout and "prompts x 1 + greedy" not in r.stdout
     assert (out / "eval" / "rl" / "answers.jsonl").read_text() == answers
     assert len((out / "eval" / "rl" / "verdicts.jsonl").read_text().splitlines()) == 2
 

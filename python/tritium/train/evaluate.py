@@ -50,8 +50,9 @@ def evaluate_model(
     model with its parameters in `dtype` ("": as saved): on the H200 the bfloat16 compiled generator
     made 3.2-3.4x float32 `generate`'s tokens/s, and a float32 eval of 80 prompts x 4 samples of up
     to 2,304 tokens took over 5 minutes. Compare models sampled with the same dtype.
-    `greedy`: one greedy answer per task too, judged in the same engine call, its verdicts in
-    OUT/greedy/verdicts.jsonl and its metrics under the result's "greedy" (pass@1, fast_p).
+    `greedy`: one greedy answer per task too, decoded in the sampled answers' batches and judged in
+    the same engine call, its verdicts in OUT/greedy/verdicts.jsonl and its metrics under the
+    result's "greedy" (pass@1, fast_p).
     `prompts_per_generate` held-out prompts (each `samples` times) decode together: with static
     batches a call lasts as long as its longest sample, so on a GPU all of them in one call is quickest.
     The answers are saved (OUT/answers.jsonl) before they are judged, and an eval of the same model
@@ -117,23 +118,23 @@ def _sample(model_dir: str, tasks: str, settings: dict, device: str, prompts_per
     suite = api.load_suite(tasks, with_source=True)["tasks"]
 
     length, top_p, generator = settings["max_new_tokens"], settings["top_p"], settings["generator"]
-
-    def answers(label: str, count: int, temp: float) -> list[dict]:
-        items, began = [], time.monotonic()
-        for start in range(0, len(suite), prompts_per_generate):
-            chunk = suite[start : start + prompts_per_generate]
-            prompts = [api.kernel_prompt(t["source"]) for t in chunk]
-            results = rollouts(model, tokenizer, prompts, count, length, temp, top_p, generator)
-            for task, (_, _, texts) in zip(chunk, results):
-                items += [_item(task, label, k, t) for k, t in enumerate(texts)]
-            # Progress: on the H200, 80 prompts x 4 samples of up to 2,304 tokens took over 5 minutes
-            # in one call, silent until then.
-            elapsed = time.monotonic() - began
-            log(f"eval: {label} {start + len(chunk)} of {len(suite)} prompts x {count} in {elapsed:.0f} s")
-        return items
-
-    sampled = answers("sampled", settings["samples"], settings["temperature"])
-    return sampled + (answers("greedy", 1, 0.0) if settings["greedy"] else [])
+    samples, greedy = settings["samples"], settings["greedy"]
+    sampled, greedy_items, began = [], [], time.monotonic()
+    for start in range(0, len(suite), prompts_per_generate):
+        chunk = suite[start : start + prompts_per_generate]
+        prompts = [api.kernel_prompt(t["source"]) for t in chunk]
+        # The greedy answers decode in the sampled ones' batch: one static batch, compiled once.
+        results = rollouts(
+            model, tokenizer, prompts, samples, length, settings["temperature"], top_p, generator, greedy
+        )
+        for task, (_, _, texts) in zip(chunk, results):
+            sampled += [_item(task, "sampled", k, t) for k, t in enumerate(texts[:samples])]
+            greedy_items += [_item(task, "greedy", 0, t) for t in texts[samples:]]
+        # Progress: on the H200, 80 prompts x 4 samples of up to 2,304 tokens took over 5 minutes
+        # in one call, silent until then.
+        each = f"{samples} + greedy" if greedy else f"{samples}"
+        log(f"eval: {start + len(chunk)} of {len(suite)} prompts x {each} in {time.monotonic() - began:.0f} s")
+    return sampled + greedy_items
 
 
 def _fingerprint(model_dir: pathlib.Path) -> list:
