@@ -104,7 +104,9 @@ def repeatability(args) -> dict:
                 f"(min {calls.get('min_ms', 0):.4f}, p25 {calls.get('p25_ms', 0):.4f}, "
                 f"p75 {calls.get('p75_ms', 0):.4f}, n {calls.get('n')}), x{verdict['speedup_eager']:.3f} eager, "
                 f"x{verdict['speedup_compile'] or 0:.3f} compile, coverage {verdict['coverage']}; timed to "
-                f"{calls.get('timed_to')} (hidden {calls.get('hidden_ms', 0):.4f} ms), {verdict['timing_note'] or ''}",
+                f"{calls.get('timed_to')} (hidden {calls.get('hidden_ms', 0):.4f} ms); host launching "
+                f"{calls.get('host_ms', 0):.4f} ms against a {calls.get('flush_ms', 0):.4f} ms flush, host-bound share "
+                f"{calls.get('host_bound_share', 0):.2f}; {verdict['timing_note'] or ''}",
                 flush=True,
             )
         del engine  # its runners end before the next engine's start: no teardown beside its timings

@@ -151,9 +151,16 @@ def test_trusted_timings_take_the_stream_times_without_calibration_calls():
     """A trusted function's runtimes are its stream times, even where the device-wide end lags (no
     round trip is timed: that would take the GPU); host-bound shares and the floor still apply."""
     timer = object.__new__(timing.Timer)  # no CUDA here: runtimes() of trusted code needs none
-    calls = [(1.0, 1.5, False), (1.2, 1.9, False), (0.9, 1.4, True), (1.1, 1.6, False)]
+    # (stream, device, host launching, flush) ms: the third call's host outlasted its flush by 0.3 ms
+    calls = [(1.0, 1.5, 0.05, 0.08), (1.2, 1.9, 0.06, 0.08), (0.9, 1.4, 0.38, 0.08), (1.1, 1.6, 0.07, 0.08)]
     times, info = timer.runtimes(calls, trusted=True)
     assert times == [1.0, 1.2, 0.9, 1.1]
-    assert info == {"host_bound_share": 0.25, "timed_to": "stream", "below_floor": False}
-    _, quick = timer.runtimes([(0.01, 0.01, False)] * 3, trusted=True)
+    assert info == {
+        "host_bound_share": 0.25,
+        "timed_to": "stream",
+        "below_floor": False,
+        "host_ms": pytest.approx(0.065),
+        "flush_ms": 0.08,
+    }
+    _, quick = timer.runtimes([(0.01, 0.01, 0.0, 0.08)] * 3, trusted=True)
     assert quick["below_floor"] is True

@@ -79,15 +79,21 @@ def test_blended_gives_plan_and_code_one_advantage(group):
     assert scored[0]["advantage"]["code"] > scored[3]["advantage"]["code"]  # speed moves every token
 
 
-def test_a_timing_below_the_floor_earns_the_reference_speed_not_its_noise():
-    """The fixture is written after the H200's host-bound sigmoid (docs/engine.md, "Timing floor")."""
+def test_a_timing_below_the_floor_earns_no_gain_and_a_slow_kernel_none_by_turning_host_bound():
+    """The fixture is written after the H200's host-bound sigmoid (docs/engine.md, "Timing floor").
+    A kernel slower than the reference that makes itself host-bound (a sleep in its forward: its
+    timing falls below the floor) earns what its measured speed earns, not the reference's."""
     floor = json.loads((ROOT / "tests" / "fixtures" / "verdicts" / "below_timing_floor.json").read_text())
     assert floor["below_timing_floor"] and floor["speedup_eager"] < 0.5
-    (alone,) = tritium.rewards([floor])
-    assert alone["reward"]["speedup"] is None  # noise is no speedup
-    assert alone["reward"]["r_speedup"] == pytest.approx(1.0)  # f(1): as fast as the reference
     timed = {**floor, "below_timing_floor": False}
-    assert tritium.rewards([timed])[0]["reward"]["r_speedup"] == pytest.approx(floor["speedup_eager"])
+    (slow,), (slow_timed,) = tritium.rewards([floor]), tritium.rewards([timed])
+    assert slow["reward"]["r_speedup"] == pytest.approx(floor["speedup_eager"])
+    assert slow["reward"]["r_speedup"] == slow_timed["reward"]["r_speedup"]
+    fast = {**floor, "speedup_eager": 3.0, "runtime_ms": floor["ref_eager_ms"] / 3.0}
+    (noise,) = tritium.rewards([fast])
+    assert noise["reward"]["speedup"] == pytest.approx(1.0)  # a gain below the floor is noise
+    assert noise["reward"]["r_speedup"] == pytest.approx(1.0)  # f(1): as fast as the reference
+    assert tritium.rewards([{**fast, "below_timing_floor": False}])[0]["reward"]["r_speedup"] == pytest.approx(3.0)
 
 
 def test_the_trainers_group_carries_each_segments_advantage_to_its_tokens(group):

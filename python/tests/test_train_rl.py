@@ -61,6 +61,7 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path):
         assert sorted(s["status"] for s in mine) == sorted(k for k, n in record["statuses"].items() for _ in range(n))
         assert all(0 < s["tokens"] <= 16 and s["cut"] == (s["tokens"] == 16) and s["text"] for s in mine)
         assert record["cut_at_limit"] == sum(s["cut"] for s in mine)
+        assert all(s["speedup_eager"] is None and s["below_timing_floor"] is False for s in mine)  # CPU: untimed
     record = result["history"][0]
     assert record["kl"] >= 0 and record["entropy_estimate"] > 0 and 0 < record["completion_tokens_mean"] <= 16
     assert record["reward_components"]["scalar"] == record["reward_mean"]

@@ -11,13 +11,16 @@ bool is_valid(const std::string& status) {
   return status != "invalid_syntax" && status != "invalid_functionality" && status != "hack" && status != "error";
 }
 
-// A speedup measured below the timing floor is noise: the sample counts as untimed.
+// A speedup measured below the timing floor is noise, so it earns no gain: it counts as at most
+// the reference's speed. A slowdown measured there stands: were the sample counted as untimed, a slow
+// kernel would earn the reference's speed by making itself host-bound (a sleep in its forward), and
+// on mid-size tasks every correct kernel of a 135M model was host-bound at 0.15-0.55x (H100, 2026-12-05).
 std::optional<double> speedup_of(const Verdict& v, const RewardConfig& config) {
   const bool compile = config.baseline == "compile";
-  if (v.below_timing_floor || (compile && v.compile_below_timing_floor)) return std::nullopt;
   const auto& s = compile ? v.speedup_compile : v.speedup_eager;
-  if (s && std::isfinite(*s) && *s > 0) return s;
-  return std::nullopt;
+  if (!s || !std::isfinite(*s) || *s <= 0) return std::nullopt;
+  if (v.below_timing_floor || (compile && v.compile_below_timing_floor)) return std::min(*s, 1.0);
+  return s;
 }
 
 double clipped(double speedup, double clip) { return clip > 0 ? std::min(speedup, clip) : speedup; }

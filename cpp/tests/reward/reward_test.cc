@@ -97,21 +97,29 @@ TEST(Reward, CompileBaseline) {
 }
 
 // A verdict as the engine wrote it for a launch-bound sigmoid whose timed calls mostly waited on
-// the host (tests/fixtures/verdicts/below_timing_floor.json): its speedup of 0.24 is noise.
-TEST(Reward, SpeedupBelowTheTimingFloorCountsAsUntimed) {
+// the host (tests/fixtures/verdicts/below_timing_floor.json): its speedup of 0.24 is noise, which
+// earns no gain; a slowdown stands, so that a slow kernel cannot earn the reference's speed by
+// making itself host-bound.
+TEST(Reward, SpeedupBelowTheTimingFloorEarnsNoGain) {
   const auto text = read_file(TRITIUM_SOURCE_DIR "/tests/fixtures/verdicts/below_timing_floor.json");
   ASSERT_TRUE(text);
   const Verdict v = verdict_from_json(Json::parse(*text));
   ASSERT_TRUE(v.below_timing_floor);
   ASSERT_TRUE(v.speedup_eager);
   RewardConfig c;  // hrd
-  const Reward r = one(v, c);
-  EXPECT_FALSE(r.speedup);
-  EXPECT_EQ(r.r_speedup, 1.0);  // as fast as the reference
+  Verdict timed = v;
+  timed.below_timing_floor = false;
+  EXPECT_EQ(one(v, c).r_speedup, one(timed, c).r_speedup);  // a slowdown below the floor is no better
+  EXPECT_DOUBLE_EQ(one(v, c).r_speedup, *v.speedup_eager);
+  Verdict fast = v;  // a gain measured below the floor counts as the reference's speed
+  fast.speedup_eager = 3.0;
+  const Reward r = one(fast, c);
+  EXPECT_EQ(r.speedup, 1.0);
+  EXPECT_EQ(r.r_speedup, 1.0);
   EXPECT_EQ(r.plan, 1.0);
   EXPECT_EQ(r.code, 1.0);
-  c.scheme = RewardScheme::drtriton;  // the noise does not split the group's weights either
-  std::vector<Verdict> g{v, verdict("correct", 1.0)};
+  c.scheme = RewardScheme::drtriton;  // the noise does not win the group's weights either
+  std::vector<Verdict> g{fast, verdict("correct", 1.0)};
   for (const auto& x : group_rewards(g, c)) EXPECT_NEAR(x.scalar, 1.0, 1e-12);
   c.scheme = RewardScheme::speedup;  // the compile baseline's own floor counts for it alone
   c.baseline = "compile";

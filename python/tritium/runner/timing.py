@@ -298,11 +298,12 @@ class Timer:
         cycles = max(1, int(ms / self.ms_per_cycle))
         return lambda: torch.cuda._sleep(cycles)
 
-    def call(self, fn, inputs: list) -> tuple[object, float, float, bool]:
-        """(output, ms to the calling stream's end, ms to the device's end, host-bound). The flush
-        keeps the GPU busy while the host launches the call: when the host's launching outlasts
-        the flush, the GPU may have waited for it that much longer, and the call's time includes
-        the wait (host-bound when it is more than HOST_WAIT_SHARE of the call)."""
+    def call(self, fn, inputs: list) -> tuple[object, float, float, float, float]:
+        """(output, ms to the calling stream's end, ms to the device's end, the host's ms from the
+        flush to its last launch, the flush's own device ms). The flush keeps the GPU busy while the
+        host launches the call: when the host's launching outlasts the flush, the GPU may have
+        waited for it that much longer, and the call's time includes the wait (host-bound when it
+        is more than HOST_WAIT_SHARE of the call: `runtimes`)."""
         flush, start, stream_end, device_end = (torch.cuda.Event(enable_timing=True) for _ in range(4))
         flush.record()
         self.flush_buffer.zero_()
@@ -314,27 +315,27 @@ class Timer:
         torch.cuda.synchronize()
         device_end.record()
         device_end.synchronize()
-        stream_ms = start.elapsed_time(stream_end)
-        host_bound = host_ms - flush.elapsed_time(start) > HOST_WAIT_SHARE * stream_ms
-        return out, stream_ms, start.elapsed_time(device_end), host_bound
+        return out, start.elapsed_time(stream_end), start.elapsed_time(device_end), host_ms, flush.elapsed_time(start)
 
     def round_trip(self, ms: float) -> float:
         """Device end less stream end of calls that keep only the calling stream busy for `ms`."""
         sleep = self._sleep(min(ms, ROUND_TRIP_MAX_MS))
-        return statistics.median(d - s for _, s, d, _ in (self.call(sleep, []) for _ in range(ROUND_TRIP_CALLS)))
+        return statistics.median(c[2] - c[1] for c in (self.call(sleep, []) for _ in range(ROUND_TRIP_CALLS)))
 
-    def runtimes(self, calls: list[tuple[float, float, bool]], trusted: bool = False) -> tuple[list[float], dict]:
+    def runtimes(self, calls: list[tuple[float, ...]], trusted: bool = False) -> tuple[list[float], dict]:
         """The calls' runtimes: stream times, unless the device-wide end shows work the calling
         stream did not wait for (side streams): then device times less the host round trip. The
         info says which, the share of host-bound calls, and whether the timing is below the floor
         (host-bound past HOST_BOUND_SHARE, or a median under FLOOR_MS). `trusted` code (a task's
         reference: eager PyTorch and Inductor launch on the calling stream) hides nothing on side
         streams: its stream times stand without the round trip's calibration calls, which held the
-        GPU exclusively for a third of a GPU-size reference's timing."""
-        host_bound = sum(h for _, _, h in calls) / len(calls)
-        calls = [(s, d) for s, d, _ in calls]
+        GPU exclusively for a third of a GPU-size reference's timing. `calls`: (stream ms, device
+        ms, host ms, flush ms) each; the info's host_ms and flush_ms are their medians."""
+        host_bound = sum(h - f > HOST_WAIT_SHARE * s for s, _, h, f in calls) / len(calls)
+        host_ms, flush_ms = (statistics.median(c[k] for c in calls) for k in (2, 3))
+        calls = [(s, d) for s, d, _, _ in calls]
         times, info = ([s for s, _ in calls], {"timed_to": "stream"}) if trusted else self._side_streams(calls)
-        info["host_bound_share"] = host_bound
+        info.update(host_bound_share=host_bound, host_ms=host_ms, flush_ms=flush_ms)
         info["below_floor"] = host_bound > HOST_BOUND_SHARE or statistics.median(times) < FLOOR_MS
         return times, info
 
@@ -399,9 +400,9 @@ def measure(
     timed, spot_outputs = [], {}
     for j in range(calls):
         inputs = spot[j]() if j in spot else fresh_inputs(j)
-        out, stream_ms, device_ms, host_bound = timer.call(fn, inputs)
+        out, *timings = timer.call(fn, inputs)
         del inputs  # before the next call's are made: one input set at a time
-        timed.append((stream_ms, device_ms, host_bound))
+        timed.append(tuple(timings))
         if j in spot:
             spot_outputs[j] = out
         del out

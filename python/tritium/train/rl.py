@@ -166,6 +166,10 @@ def _samples(cfg: RLConfig, task: dict, completions: list, texts: list, scored: 
             "status": s["verdict"]["status"],
             "message": str(s["verdict"].get("message", ""))[:300],
             "reward": s["reward"]["scalar"],
+            # What the speed reward stood on: the measured speedup, and whether its timing was below
+            # the floor (a gain there counts as none).
+            "speedup_eager": s["verdict"].get("speedup_eager"),
+            "below_timing_floor": bool(s["verdict"].get("below_timing_floor")),
             "tokens": len(c),
             "cut": len(c) >= cfg.max_new_tokens,  # stopped by the limit, not by an end of sequence
             "text": t,
