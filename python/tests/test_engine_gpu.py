@@ -105,6 +105,17 @@ def test_a_side_stream_kernel_is_not_timed_faster_than_the_honest_one(engine):
     assert fastest["runtime_stats"]["timed_to"] == "stream" and side["runtime_stats"]["timed_to"] == "device"
 
 
+def test_a_kernel_slowed_on_the_host_earns_its_slowdown_not_the_references_speed(engine):
+    """A correct ReLU that sleeps 50 ms in every forward: the GPU waits for the host in every timed
+    call, so its timing is below the floor. Counted as untimed (the rule until 2026-12-05), it
+    earned f(1), the reference's speed; a measured slowdown now stands."""
+    (verdict,) = engine.evaluate([item("sleep_kernel_cpu.py", BIG_RELU)])
+    assert verdict["status"] == "correct" and verdict["below_timing_floor"], verdict["timing_note"]
+    assert verdict["runtime_ms"] > 40 and verdict["speedup_eager"] < 0.05
+    (scored,) = tritium.rewards([verdict])
+    assert scored["reward"]["r_speedup"] == pytest.approx(verdict["speedup_eager"])
+
+
 def test_a_background_thread_kernel_is_caught(engine):
     (verdict,) = engine.evaluate([item("background_thread.py", BIG_RELU)])
     assert verdict["status"] in ("invalid_functionality", "hack", "incorrect")
