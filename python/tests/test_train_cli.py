@@ -34,6 +34,7 @@ samples = 1
 max_new_tokens = 32
 engine_device = "cpu"
 engine_timeout_s = 300
+engine_jobs = 2
 """
 
 

@@ -6,12 +6,15 @@ import pytest
 from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS
 
 import tritium
+from tritium import api
 from tritium.train import rl
 from tritium.train.rl import RLConfig, train_rl
 from tritium.train.sft import SFTConfig, train_sft
 
 
-def test_a_few_rl_steps_run_end_to_end(tmp_path):
+def test_a_few_rl_steps_run_end_to_end(tmp_path, monkeypatch):
+    made = []  # the engines' options: engine_jobs reaches the engine
+    monkeypatch.setattr(api, "Engine", lambda Real=api.Engine, **o: made.append(o) or Real(**o))
     task = (EXAMPLE_TASKS / "level1" / "01_relu.py").read_text()
     solution = (EXAMPLE_SOLUTIONS / "level1" / "01_relu.py").read_text()
     sft = tmp_path / "sft.jsonl"
@@ -43,9 +46,11 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path):
             lr=1e-4,
             kl_coef=0.05,
             engine_device="cpu",
+            engine_jobs=1,
         ),
         log=logs.append,
     )
+    assert [o["jobs"] for o in made] == [1]
     assert len(result["history"]) == 2 and len(logs) == 3  # a line per step, then the learning signal
     for record in result["history"]:
         assert sum(record["statuses"].values()) == 2  # every sample got a verdict
