@@ -317,3 +317,61 @@ def test_minibatches_take_one_optimizer_step_per_slice_of_the_steps_groups():
         rl._check_minibatches(RLConfig(tasks="", model="", out="", prompts_per_step=3, minibatches=2), 2, 1)
     rl._check_minibatches(RLConfig(tasks="", model="", out="", prompts_per_step=3), 2, 1)  # one slice: uneven is fine
     rl._check_minibatches(RLConfig(tasks="", model="", out="", prompts_per_step=8, minibatches=2), 2, 2)
+
+
+def test_overlapped_steps_sample_the_next_step_before_this_update_and_take_its_ratio_against_the_sampler(
+    tmp_path, monkeypatch
+):
+    """overlap_steps: step k+1's rollouts are generated (by the policy before update k) while step
+    k's are judged, and its clipped ratio is taken against that policy's log-probs, not the updated one's."""
+    import copy
+    import threading
+
+    import torch
+
+    from tritium.integrations import RewardClient
+    from tritium.train import grpo, models
+
+    task = (EXAMPLE_TASKS / "level1" / "01_relu.py").read_text()
+    suite = tmp_path / "tasks.jsonl"
+    suite.write_text(json.dumps({"id": "level1/01_relu", "source": task}) + "\n")
+    model, tokenizer = models.load("tiny", corpus=[tritium.kernel_prompt(task)])
+    model.save_pretrained(tmp_path / "start")
+    tokenizer.save_pretrained(tmp_path / "start")
+    events, samplers, scored_in = [], {}, []
+    generate, update = rl._generate, rl._update
+
+    def generating(cfg, sampler, tokenizer, tasks, first, step, clock):
+        events.append(f"generate {step}")
+        samplers[step] = copy.deepcopy(sampler).eval()  # the policy as it samples this step
+        return generate(cfg, sampler, tokenizer, tasks, first, step, clock)
+
+    def updating(cfg, accelerator, model, optimizer, groups, total_groups):
+        step = sum(e.startswith("update") for e in events) + 1
+        events.append(f"update {step}")
+        for g in groups:  # the ratio's denominator: the sampling policy's log-probs
+            with torch.no_grad():
+                sampled = grpo.token_logprobs(samplers[step], g["ids"], g["attention"])
+            assert torch.allclose(g["old"], sampled, atol=1e-5)
+        return update(cfg, accelerator, model, optimizer, groups, total_groups)
+
+    monkeypatch.setattr(rl, "_generate", generating)
+    monkeypatch.setattr(rl, "_update", updating)
+    cfg = dict(tasks=str(suite), model=str(tmp_path / "start"), steps=3, prompts_per_step=1, group_size=2)
+    cfg.update(max_new_tokens=12, lr=1e-2, engine_device="cpu", tensorboard=False)
+    score = RewardClient.score  # the client train_rl makes: which thread judges each batch
+    monkeypatch.setattr(
+        RewardClient,
+        "score",
+        lambda self, items: scored_in.append(threading.current_thread().name) or score(self, items),
+    )
+    result = train_rl(RLConfig(out=str(tmp_path / "rl"), overlap_steps=True, **cfg), log=lambda _: None)
+    assert events == ["generate 1", "generate 2", "update 1", "generate 3", "update 2", "update 3"]
+    assert all(name.startswith("rl-score") for name in scored_in) and len(scored_in) == 3
+    assert [r["step"] for r in result["history"]] == [1, 2, 3]
+    assert all("score_wait" in r["seconds"] for r in result["history"])
+    # the policy moved between the samplers of steps 2 and 3: the ratio's denominators differ
+    moved = [not torch.equal(a, b) for a, b in zip(samplers[2].parameters(), samplers[3].parameters())]
+    assert any(moved)
+    with pytest.raises(ValueError, match="needs overlap_scoring"):
+        train_rl(RLConfig(out=str(tmp_path / "no"), overlap_steps=True, overlap_scoring=False, **cfg))

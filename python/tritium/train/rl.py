@@ -50,6 +50,11 @@ class RLConfig:
     max_new_tokens: int = 512
     generator: str = "auto"  # rollouts: "generate" (= "auto"), "continuous" or "compiled" (tritium.train.rollout)
     overlap_scoring: bool = True  # judge a batch's rollouts while the next batch is generated
+    # Generate step k+1's rollouts while step k's are judged, before step k's update: one step off-policy,
+    # the clipped ratio taken against the policy that sampled them (its log-probs taken at generation). A
+    # step then costs about the longer of generation and scoring, not their sum (on an H100, 129 s and 147 s
+    # for 256 rollouts of mid-size tasks). Needs overlap_scoring.
+    overlap_steps: bool = False
     rollout_dtype: str = ""  # "bfloat16": sample from a copy in that dtype, refreshed after each step; "": the policy
     temperature: float = 1.0
     top_p: float = 1.0
@@ -150,11 +155,11 @@ def _score(cfg: RLConfig, client, tasks: list[dict], results: list, first: int, 
     return scored
 
 
-def _tensors(cfg: RLConfig, tokenizer, tasks, results, scored, model, reference, device) -> tuple[list, list]:
+def _tensors(cfg: RLConfig, tokenizer, tasks, results, scored, behaviour: list[dict]) -> tuple[list, list]:
     groups, stats = [], []
     for i, (task, (prompt_ids, completions, texts)) in enumerate(zip(tasks, results)):
         mine = scored[i * cfg.group_size : (i + 1) * cfg.group_size]
-        group, st = _group_tensors(tokenizer, prompt_ids, completions, texts, mine, model, reference, device)
+        group, st = _advantaged(tokenizer, prompt_ids, texts, mine, behaviour[i])
         groups.append(group)
         stats.append({**st, "level": task_level(task), "samples": _samples(cfg, task, completions, texts, mine)})
     return groups, stats
@@ -181,90 +186,115 @@ def _samples(cfg: RLConfig, task: dict, completions: list, texts: list, scored: 
     ]
 
 
-def _rollout_batch(
-    cfg: RLConfig,
-    model,
-    tokenizer,
-    client,
-    tasks: list[dict],
-    first: int,
-    step: int,
-    reference,
-    device,
-    clock: Counter,
-    sampler=None,
-) -> tuple[list[dict], list[dict]]:
-    """Prompts first, first+1, ...: their groups rolled out in one generate call by `sampler` (the
-    policy itself when None), judged in one engine call, and the tensors each group's loss needs
-    (from the policy), with its statistics. Adds the seconds spent generating and scoring to `clock`."""
-    results = _generate(cfg, model if sampler is None else sampler, tokenizer, tasks, first, step, clock)
-    scored = _score(cfg, client, tasks, results, first, clock)
-    return _tensors(cfg, tokenizer, tasks, results, scored, model, reference, device)
+@dataclasses.dataclass
+class _Launched:
+    """A step's batches of this process: generated, their behaviour tensors taken (the sampling
+    policy's log-probs), their scoring under way or done; `clock` has the seconds spent on them."""
+
+    step: int
+    chosen: list[dict]
+    batches: list[tuple[list[dict], list, list[dict], concurrent.futures.Future]] = dataclasses.field(
+        default_factory=list
+    )  # (tasks, results, behaviour, scored)
+    clock: Counter = dataclasses.field(default_factory=Counter)
 
 
-def _rollout_step(
-    cfg: RLConfig,
-    model,
-    tokenizer,
-    client,
-    batches: list[tuple[int, list]],
-    step: int,
-    reference,
-    device,
-    clock,
-    sampler,
-) -> tuple[list[dict], list[dict]]:
-    """This process's batches of a step, (first prompt, tasks) each. With `overlap_scoring` the
-    engine judges batch k in a thread while batch k+1 is generated; the rollouts, verdicts and
-    tensors are the same as one batch after the other. `clock["score_wait"]`: the scoring the
-    generation did not hide."""
+def _launch(cfg, model, tokenizer, client, batches, step, reference, device, sampler, scorer, chosen=()) -> _Launched:
+    """Generates this process's batches of a step, (first prompt, tasks) each, by `sampler` (the
+    policy when None) and takes each group's behaviour tensors from the policy as it is now; each
+    batch's scoring goes to `scorer` (a one-thread executor), else runs here."""
+    launched = _Launched(step, list(chosen))
+    for first, tasks in batches:
+        results = _generate(cfg, model if sampler is None else sampler, tokenizer, tasks, first, step, launched.clock)
+        behaviour = [
+            _behaviour(tokenizer, ids, completions, model, reference, device) for ids, completions, _ in results
+        ]
+        if scorer is None:
+            scored = concurrent.futures.Future()
+            scored.set_result(_score(cfg, client, tasks, results, first, launched.clock))
+        else:
+            scored = scorer.submit(_score, cfg, client, tasks, results, first, launched.clock)
+        launched.batches.append((tasks, results, behaviour, scored))
+    return launched
+
+
+def _finish(cfg: RLConfig, tokenizer, launched: _Launched, overlapped: bool) -> tuple[list[dict], list[dict]]:
+    """A launched step's groups and statistics, once each batch is scored. `clock["score_wait"]`:
+    the scoring that generation did not hide (`overlapped`: scored in a thread)."""
     groups, stats = [], []
-    if not cfg.overlap_scoring or len(batches) < 2:
-        for first, tasks in batches:
-            more = _rollout_batch(cfg, model, tokenizer, client, tasks, first, step, reference, device, clock, sampler)
-            groups, stats = groups + more[0], stats + more[1]
-        return groups, stats
-    pending = []
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rl-score") as scorer:
-        for first, tasks in batches:
-            results = _generate(cfg, model if sampler is None else sampler, tokenizer, tasks, first, step, clock)
-            pending.append((tasks, results, scorer.submit(_score, cfg, client, tasks, results, first, clock)))
-        for tasks, results, scoring in pending:
-            waiting = time.monotonic()
-            scored = scoring.result()
-            clock["score_wait"] += time.monotonic() - waiting
-            more = _tensors(cfg, tokenizer, tasks, results, scored, model, reference, device)
-            groups, stats = groups + more[0], stats + more[1]
+    for tasks, results, behaviour, scoring in launched.batches:
+        waiting = time.monotonic()
+        scored = scoring.result()
+        if overlapped:
+            launched.clock["score_wait"] += time.monotonic() - waiting
+        more = _tensors(cfg, tokenizer, tasks, results, scored, behaviour)
+        groups, stats = groups + more[0], stats + more[1]
     return groups, stats
 
 
-def _group_tensors(tokenizer, prompt_ids, completions, texts, scored, model, reference, device):
-    """One prompt's group: token-level advantages, the completion mask, old (and reference) log-probs."""
+def _rollout_batch(cfg, model, tokenizer, client, tasks, first, step, reference, device, clock, sampler=None):
+    """Prompts first, first+1, ...: their groups rolled out in one generate call, judged in one
+    engine call, with their tensors and statistics; adds the seconds spent to `clock`."""
+    launched = _launch(cfg, model, tokenizer, client, [(first, tasks)], step, reference, device, sampler, None)
+    clock.update(launched.clock)
+    return _finish(cfg, tokenizer, launched, False)
+
+
+def _rollout_step(cfg, model, tokenizer, client, batches, step, reference, device, clock, sampler):
+    """This process's batches of a step, (first prompt, tasks) each. With `overlap_scoring` the
+    engine judges batch k in a thread while batch k+1 is generated; the rollouts, verdicts and
+    tensors are the same as one batch after the other."""
+    overlapped = cfg.overlap_scoring and len(batches) > 1
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rl-score") as scorer:
+        launched = _launch(
+            cfg, model, tokenizer, client, batches, step, reference, device, sampler, scorer if overlapped else None
+        )
+        result = _finish(cfg, tokenizer, launched, overlapped)
+    clock.update(launched.clock)
+    return result
+
+
+def _behaviour(tokenizer, prompt_ids, completions, model, reference, device) -> dict:
+    """One prompt's group as the sampling policy saw it: token ids, the completion mask, old (and
+    reference) log-probs, taken before any update that follows the sampling."""
     ids, attention = _batch(prompt_ids, completions, tokenizer.pad_token_id, device)
-    adv = torch.stack(
-        [
-            grpo.response_advantages(tokenizer, len(prompt_ids), t, s["advantage"], ids.shape[1])
-            for t, s in zip(texts, scored)
-        ]
-    )[:, 1:].to(device)
     mask = attention[:, 1:].clone()
     mask[:, : len(prompt_ids) - 1] = 0  # only the completion's tokens are trained
     with torch.no_grad():
         old = grpo.token_logprobs(model, ids, attention)
         ref = grpo.token_logprobs(reference, ids, attention) if reference is not None else None
+    return {"ids": ids, "attention": attention, "mask": mask, "old": old, "ref": ref}
+
+
+def _group_tensors(tokenizer, prompt_ids, completions, texts, scored, model, reference, device):
+    """One prompt's group: token-level advantages, the completion mask, old (and reference) log-probs."""
+    return _advantaged(
+        tokenizer, prompt_ids, texts, scored, _behaviour(tokenizer, prompt_ids, completions, model, reference, device)
+    )
+
+
+def _advantaged(tokenizer, prompt_ids, texts, scored, behaviour: dict) -> tuple[dict, dict]:
+    """A group's behaviour tensors with the token-level advantages of its scores, and its statistics."""
+    ids, attention, mask, old, ref = (behaviour[k] for k in ("ids", "attention", "mask", "old", "ref"))
+    adv = torch.stack(
+        [
+            grpo.response_advantages(tokenizer, len(prompt_ids), t, s["advantage"], ids.shape[1])
+            for t, s in zip(texts, scored)
+        ]
+    )[:, 1:].to(ids.device)
     tokens = mask.sum().clamp(min=1)
     stats = {
         "statuses": [s["verdict"]["status"] for s in scored],
         "rewards": [s["reward"]["scalar"] for s in scored],
         "components": [{k: float(v) for k, v in s["reward"].items() if isinstance(v, (int, float))} for s in scored],
-        "lengths": [len(c) for c in completions],
+        "lengths": [int(n) for n in (attention.sum(dim=1) - len(prompt_ids)).tolist()],
         # The sampled tokens' mean surprise estimates the policy's entropy (at temperature 1).
         "entropy": float(-(old * mask).sum() / tokens),
     }
     if ref is not None:
         delta = ref - old
         stats["kl"] = float(((torch.exp(delta) - delta - 1) * mask).sum() / tokens)
-    return {"ids": ids, "attention": attention, "adv": adv, "mask": mask, "old": old, "ref": ref}, stats
+    return {**behaviour, "adv": adv}, stats
 
 
 def _update(cfg: RLConfig, accelerator, model, optimizer, groups: list[dict], total_groups: int) -> float:
@@ -386,6 +416,10 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             f"of {world} processes without a prompt"
         )
     _check_minibatches(cfg, world, batch)
+    if cfg.overlap_steps and not cfg.overlap_scoring:
+        raise ValueError(
+            "overlap_steps judges a step's rollouts in a thread while the next are generated: it needs overlap_scoring"
+        )
     log = log if main else (lambda *_: None)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
@@ -423,64 +457,63 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     history, top_rollouts = [], []
     board = Board(out, cfg.tensorboard and main)
     bar = progress(cfg.steps, 0, "rl", main)
-    for step in range(1, cfg.steps + 1):
-        began = time.monotonic()
+    # Scoring in a thread while generation goes on: the next batch's, or with overlap_steps the next step's.
+    threaded = cfg.overlap_scoring and (
+        cfg.overlap_steps or len(_own_batches(cfg.prompts_per_step, rank, world, batch)) > 1
+    )
+    scorer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rl-score")
+
+    def launch(step: int) -> _Launched:
         chosen = curriculum.pick(rng, cfg.prompts_per_step)  # the same on every process
-        clock = Counter()
         mine = [(b.start, chosen[b.start : b.stop]) for b in _own_batches(len(chosen), rank, world, batch)]
-        groups, stats = _rollout_step(
-            cfg, model, tokenizer, client, mine, step, reference, device, clock, copied and copied.sampler
+        sampler = copied and copied.sampler
+        return _launch(
+            cfg, model, tokenizer, client, mine, step, reference, device, sampler, scorer if threaded else None, chosen
         )
-        updating = time.monotonic()
-        loss = _update(cfg, accelerator, wrapped, optimizer, groups, len(chosen))
-        if copied:
-            copied.refresh()
-        clock["update"] = time.monotonic() - updating
-        own_generated = sum(sum(st["lengths"]) for st in stats)
-        own_trained = cfg.updates * sum(int(g["attention"].sum()) for g in groups)
-        generated = int(accelerator.reduce(torch.tensor(own_generated, device=device), "sum"))
-        stats = gather_object(stats) if world > 1 else stats
-        top_rollouts += [s == "correct" for st in stats if st["level"] == curriculum.top for s in st["statuses"]]
-        record = _record(step, stats, loss, generated, time.monotonic() - began, chosen, curriculum)
-        # The main process's own phases: generate and update throughput apart from the engine's time.
-        record["seconds"] = {k: round(v, 3) for k, v in clock.items()}
-        record["generate_tokens_per_s"] = own_generated / max(clock["generate"], 1e-9)
-        record["update_tokens_per_s"] = own_trained / max(clock["update"], 1e-9)
-        if cfg.curriculum and step % max(cfg.curriculum_every, 1) == 0:
-            torch.manual_seed(_seed_for(cfg.seed, "check", step))  # every process decides alike
-            record["curriculum"] = _check_curriculum(
-                cfg, curriculum, heldout, top_rollouts, model, tokenizer, client, device, log
-            )
-            top_rollouts = []
-        history.append(record)
-        if main:  # every step, so that a run stopped early keeps what it did
-            (out / "rl_history.json").write_text(json.dumps(history, indent=2))
-            with (out / "rollouts.jsonl").open("a") as f:
-                for st in stats:
-                    f.writelines(json.dumps({"step": step, **sample}) + "\n" for sample in st["samples"])
-        statuses = record["statuses"]
-        total = sum(statuses.values())
-        bar.update(1)
-        bar.set_postfix(reward=f"{record['reward_mean']:.3f}", correct=f"{statuses.get('correct', 0)}/{total}")
-        board.scalars(
-            step,
-            "rl",
-            {
-                **{k: v for k, v in record.items() if k not in ("statuses", "levels", "open_levels")},
-                "status_share": {k: n / total for k, n in statuses.items()},
-                "open_levels": len(record["open_levels"]),
-            },
-        )
-        if cfg.log_every and step % cfg.log_every == 0:
-            log(
-                f"rl: step {step}/{cfg.steps} loss {record['loss']:.4f} reward {record['reward_mean']:.3f} "
-                f"statuses {dict(statuses)} ({record['rollout_tokens_per_s']:.0f} generated tokens/s over the step; "
-                f"generate {record['generate_tokens_per_s']:.0f}, update {record['update_tokens_per_s']:.0f} tokens/s; "
-                f"{', '.join(f'{k} {v:.1f} s' for k, v in record['seconds'].items())})"
-            )
-        if ((cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps) and main:
-            save_checkpoint(model, tokenizer, out / f"checkpoint-{step}")
-        accelerator.wait_for_everyone()
+
+    ahead = None
+    try:
+        for step in range(1, cfg.steps + 1):
+            began = time.monotonic()
+            current = ahead or launch(step)
+            # overlap_steps: the next step's rollouts come from the policy before this step's update, and are
+            # generated while this step's are judged.
+            ahead = launch(step + 1) if cfg.overlap_steps and step < cfg.steps else None
+            groups, stats = _finish(cfg, tokenizer, current, threaded)
+            chosen, clock = current.chosen, current.clock
+            updating = time.monotonic()
+            loss = _update(cfg, accelerator, wrapped, optimizer, groups, len(chosen))
+            if copied:
+                copied.refresh()
+            clock["update"] = time.monotonic() - updating
+            own_generated = sum(sum(st["lengths"]) for st in stats)
+            own_trained = cfg.updates * sum(int(g["attention"].sum()) for g in groups)
+            generated = int(accelerator.reduce(torch.tensor(own_generated, device=device), "sum"))
+            stats = gather_object(stats) if world > 1 else stats
+            top_rollouts += [s == "correct" for st in stats if st["level"] == curriculum.top for s in st["statuses"]]
+            record = _record(step, stats, loss, generated, time.monotonic() - began, chosen, curriculum)
+            # The main process's own phases: generate and update throughput apart from the engine's time.
+            record["seconds"] = {k: round(v, 3) for k, v in clock.items()}
+            record["generate_tokens_per_s"] = own_generated / max(clock["generate"], 1e-9)
+            record["update_tokens_per_s"] = own_trained / max(clock["update"], 1e-9)
+            if cfg.curriculum and step % max(cfg.curriculum_every, 1) == 0:
+                torch.manual_seed(_seed_for(cfg.seed, "check", step))  # every process decides alike
+                record["curriculum"] = _check_curriculum(
+                    cfg, curriculum, heldout, top_rollouts, model, tokenizer, client, device, log
+                )
+                top_rollouts = []
+            history.append(record)
+            if main:  # every step, so that a run stopped early keeps what it did
+                (out / "rl_history.json").write_text(json.dumps(history, indent=2))
+                with (out / "rollouts.jsonl").open("a") as f:
+                    for st in stats:
+                        f.writelines(json.dumps({"step": step, **sample}) + "\n" for sample in st["samples"])
+            _show(cfg, record, bar, board, log)
+            if ((cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps) and main:
+                save_checkpoint(model, tokenizer, out / f"checkpoint-{step}")
+            accelerator.wait_for_everyone()
+    finally:
+        scorer.shutdown(wait=False, cancel_futures=True)
     board.close()
     bar.close()
     if main:
@@ -491,6 +524,30 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
         "checkpoint": str(out / f"checkpoint-{cfg.steps}"),
         "processes": world,
     }
+
+
+def _show(cfg: RLConfig, record: dict, bar, board: Board, log) -> None:
+    """A step's record on the progress bar, in TensorBoard and, every `log_every` steps, in the log."""
+    step, statuses = record["step"], record["statuses"]
+    total = sum(statuses.values())
+    bar.update(1)
+    bar.set_postfix(reward=f"{record['reward_mean']:.3f}", correct=f"{statuses.get('correct', 0)}/{total}")
+    board.scalars(
+        step,
+        "rl",
+        {
+            **{k: v for k, v in record.items() if k not in ("statuses", "levels", "open_levels")},
+            "status_share": {k: n / total for k, n in statuses.items()},
+            "open_levels": len(record["open_levels"]),
+        },
+    )
+    if cfg.log_every and step % cfg.log_every == 0:
+        log(
+            f"rl: step {step}/{cfg.steps} loss {record['loss']:.4f} reward {record['reward_mean']:.3f} "
+            f"statuses {dict(statuses)} ({record['rollout_tokens_per_s']:.0f} generated tokens/s over the step; "
+            f"generate {record['generate_tokens_per_s']:.0f}, update {record['update_tokens_per_s']:.0f} tokens/s; "
+            f"{', '.join(f'{k} {v:.1f} s' for k, v in record['seconds'].items())})"
+        )
 
 
 def save_checkpoint(model, tokenizer, path: pathlib.Path) -> None:
