@@ -164,3 +164,48 @@ def test_trusted_timings_take_the_stream_times_without_calibration_calls():
     }
     _, quick = timer.runtimes([(0.01, 0.01, 0.0, 0.08)] * 3, trusted=True)
     assert quick["below_floor"] is True
+
+
+class _SimulatedTimer(timing.Timer):
+    """A Timer whose calls are simulated (no CUDA here): each takes `device_ms` of GPU work and
+    `host_ms` of host launching, of which `lag_ms` comes after the last launch; the GPU waits for the
+    launches past the flush unless a head start covers them."""
+
+    def __init__(self, device_ms: float, host_ms: float, lag_ms: float, flush_ms: float = 0.08):
+        self.device_ms, self.host_ms, self.lag_ms, self.flush_ms = device_ms, host_ms, lag_ms, flush_ms
+        self.head_starts = []
+
+    def call(self, fn, inputs, head_start_ms=0.0):
+        fn(*inputs)
+        waited = 0.0 if head_start_ms >= self.host_ms else max(0.0, self.host_ms - self.lag_ms - self.flush_ms)
+        self.head_starts.append(head_start_ms)
+        stream = waited + self.device_ms
+        return None, stream, stream, self.host_ms, self.flush_ms
+
+
+@pytest.mark.parametrize(
+    "device_ms, host_ms, lag_ms, host_bound",
+    [
+        (0.18, 0.15, 0.12, False),  # one launch, most of the host's time after it: the per-call test marks it
+        (0.05, 0.30, 0.02, True),  # several launches the GPU waits for: host-bound
+        (2.00, 0.10, 0.01, False),  # a long kernel: the per-call test passes it, nothing more is timed
+        (0.20, 50.0, 0.0, True),  # a sleep in the forward: too long to cover, host-bound
+    ],
+)
+def test_a_timing_the_per_call_test_marks_is_measured_again_with_a_head_start(device_ms, host_ms, lag_ms, host_bound):
+    timer = _SimulatedTimer(device_ms, host_ms, lag_ms)
+    made = []
+    fresh = lambda j: made.append(j) or []  # noqa: E731
+    result = timing.measure(lambda *_: None, fresh, "cuda", calls=20, timer=timer, trusted=True)
+    info = result["stats"]
+    assert info["below_floor"] is host_bound
+    marked = host_ms - 0.08 > timing.HOST_WAIT_SHARE * (device_ms + max(0.0, host_ms - lag_ms - 0.08))
+    if not marked:  # the per-call test's bound clears it: no head-start calls
+        assert timer.head_starts == [0.0] * 20 and "host_wait_ms" not in info
+    elif host_ms * 2 + timing.HEAD_START_EXTRA_MS > timing.HEAD_START_MAX_MS:
+        assert "host_wait_ms" not in info and len(timer.head_starts) == 20
+    else:
+        assert timer.head_starts[20:] == [2 * host_ms + timing.HEAD_START_EXTRA_MS] * timing.HEAD_START_CALLS
+        assert made[20:] == list(range(20, 20 + timing.HEAD_START_CALLS))  # fresh inputs of their own
+        assert info["host_wait_ms"] == pytest.approx(max(0.0, host_ms - lag_ms - 0.08))
+        assert info["host_bound"] is host_bound
