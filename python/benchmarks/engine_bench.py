@@ -2,6 +2,10 @@
 
     python engine_bench.py repeatability [--runs 5]     GPU: speedup CV over separate evaluations
     python engine_bench.py throughput                   GPU: engine vs naive serial (naive_eval.py)
+    python engine_bench.py throughput --answers FILE --jobs 8,16 [--limit N]
+                                                        a model's recorded answers (engine items, JSONL, .gz too:
+                                                        examples/answers/) judged as an eval judges them, once
+                                                        per slot count; each run's wall against the first's
     python engine_bench.py cache [--device cpu|cuda]    second run of a batch from the verdict cache
     python engine_bench.py small [--runs 3]             GPU: the example solutions (small, launch-bound kernels)
                                                         in separate engine runs with the default slots: each
@@ -25,6 +29,7 @@ Results go to stdout as text and, with --json FILE, as one JSON document.
 """
 
 import argparse
+import gzip
 import json
 import os
 import pathlib
@@ -36,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 
 import tritium
 
@@ -272,7 +278,35 @@ def _print_breakdown(verdicts: list[dict]) -> None:
         print(f"  {step}: median {statistics.median(secs):.2f} s, sum {sum(secs):.1f} s over {len(secs)}", flush=True)
 
 
+def recorded_answers(args) -> dict:
+    """A model's answers judged as the eval stage judges them (lazy reference timing, the static
+    check on), in one engine per --jobs setting, the first the baseline: mostly wrong answers to
+    small tasks, where each job's fixed costs (its processes' CUDA contexts) bound the wall."""
+    opener = gzip.open if args.answers.endswith(".gz") else open
+    with opener(args.answers, "rt") as f:
+        items = [json.loads(line) for line in f if line.strip()]
+    items = items[: args.limit or None]
+    runs = []
+    for jobs in args.jobs:
+        start = time.perf_counter()
+        engine = tritium.Engine(device=args.device, jobs=jobs, seed=0, lazy_reference_timing=True)
+        verdicts = engine.evaluate(items)
+        seconds, jobs = time.perf_counter() - start, engine.info()["jobs"]
+        del engine  # its runners end before the next engine starts
+        statuses = dict(Counter(v["status"] for v in verdicts).most_common())
+        runs.append({"jobs": jobs, "seconds": seconds, "statuses": statuses})
+        print(f"{len(items)} answers, {jobs} jobs: {seconds:.1f} s, {statuses}", flush=True)
+        _print_breakdown(verdicts)
+    base = runs[0]
+    for run in runs[1:]:
+        same = "the same statuses" if run["statuses"] == base["statuses"] else "OTHER statuses"
+        print(f"{run['jobs']} jobs against {base['jobs']}: {base['seconds'] / run['seconds']:.2f}x ({same})")
+    return {"answers": len(items), "runs": runs}
+
+
 def throughput(args) -> dict:
+    if args.answers:
+        return recorded_answers(args)
     batch = example_batch(args.copies, args.wrong)
     items = engine_items(batch)
     runs = {}  # jobs -> (seconds, verdicts), one engine run per --jobs setting
@@ -913,7 +947,8 @@ def main() -> None:
     )
     parser.add_argument("--small", action="store_true", help="scale: the suite's reduced sizes (suite.json)")
     parser.add_argument("--only-engine", action="store_true", help="scale: skip the naive serial baseline")
-    parser.add_argument("--limit", type=int, default=0, help="scale: only the first N items of the batch")
+    parser.add_argument("--limit", type=int, default=0, help="scale, throughput --answers: only the first N items")
+    parser.add_argument("--answers", help="throughput: recorded answers (engine items, JSONL or .jsonl.gz) to judge")
     parser.add_argument(
         "--only",
         type=lambda s: s.split(","),
