@@ -249,14 +249,14 @@ def test_a_rollout_copy_samples_in_its_dtype_and_follows_the_policy_after_an_upd
 
 
 def test_scoring_overlapped_with_the_next_batchs_generation_gives_the_same_step():
+    import concurrent.futures
     import threading
-    from collections import Counter
 
     import torch
 
     from tritium.integrations import RewardClient
     from tritium.train import models
-    from tritium.train.rl import _rollout_step
+    from tritium.train.rl import _finish, _launch
 
     tasks = [{"id": n, "source": (EXAMPLE_TASKS / "level1" / f"{n}.py").read_text()} for n in ("01_relu", "07_softmax")]
     model, tokenizer = models.load("tiny", corpus=[t["source"] for t in tasks])
@@ -268,9 +268,10 @@ def test_scoring_overlapped_with_the_next_batchs_generation_gives_the_same_step(
     steps = {}
     for overlap in (False, True):
         cfg = RLConfig(tasks="", model="", out="", group_size=2, max_new_tokens=12, overlap_scoring=overlap)
-        clock = Counter()
-        steps[overlap] = _rollout_step(cfg, model, tokenizer, client, batches, 1, None, cpu, clock, None)
-        assert ("score_wait" in clock) == overlap and clock["score"] > 0
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rl-score") as scorer:
+            launched = _launch(cfg, model, tokenizer, client, batches, 1, None, cpu, None, scorer if overlap else None)
+            steps[overlap] = _finish(cfg, tokenizer, launched, overlap)
+        assert ("score_wait" in launched.clock) == overlap and launched.clock["score"] > 0
     assert scored_in[:2] == ["MainThread"] * 2 and all(name.startswith("rl-score") for name in scored_in[2:])
     (alone_groups, alone_stats), (overlapped_groups, overlapped_stats) = steps[False], steps[True]
     for a, b in zip(alone_groups, overlapped_groups, strict=True):

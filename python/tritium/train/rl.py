@@ -191,7 +191,6 @@ class _Launched:
     """A step's batches of this process: generated, their behaviour tensors taken (the sampling
     policy's log-probs), their scoring under way or done; `clock` has the seconds spent on them."""
 
-    step: int
     chosen: list[dict]
     batches: list[tuple[list[dict], list, list[dict], concurrent.futures.Future]] = dataclasses.field(
         default_factory=list
@@ -203,7 +202,7 @@ def _launch(cfg, model, tokenizer, client, batches, step, reference, device, sam
     """Generates this process's batches of a step, (first prompt, tasks) each, by `sampler` (the
     policy when None) and takes each group's behaviour tensors from the policy as it is now; each
     batch's scoring goes to `scorer` (a one-thread executor), else runs here."""
-    launched = _Launched(step, list(chosen))
+    launched = _Launched(list(chosen))
     for first, tasks in batches:
         results = _generate(cfg, model if sampler is None else sampler, tokenizer, tasks, first, step, launched.clock)
         behaviour = [
@@ -238,20 +237,6 @@ def _rollout_batch(cfg, model, tokenizer, client, tasks, first, step, reference,
     launched = _launch(cfg, model, tokenizer, client, [(first, tasks)], step, reference, device, sampler, None)
     clock.update(launched.clock)
     return _finish(cfg, tokenizer, launched, False)
-
-
-def _rollout_step(cfg, model, tokenizer, client, batches, step, reference, device, clock, sampler):
-    """This process's batches of a step, (first prompt, tasks) each. With `overlap_scoring` the
-    engine judges batch k in a thread while batch k+1 is generated; the rollouts, verdicts and
-    tensors are the same as one batch after the other."""
-    overlapped = cfg.overlap_scoring and len(batches) > 1
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rl-score") as scorer:
-        launched = _launch(
-            cfg, model, tokenizer, client, batches, step, reference, device, sampler, scorer if overlapped else None
-        )
-        result = _finish(cfg, tokenizer, launched, overlapped)
-    clock.update(launched.clock)
-    return result
 
 
 def _behaviour(tokenizer, prompt_ids, completions, model, reference, device) -> dict:
