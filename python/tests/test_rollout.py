@@ -96,3 +96,19 @@ def test_greedy_rows_in_a_sampled_batch_decode_what_greedy_decoding_does(tiny, g
     drawn = [first[i * 4 + k] for i in range(3) for k in range(3)]
     assert drawn != [second[i * 4 + k] for i in range(3) for k in range(3)]  # the others are sampled
     assert any(row != greedy[i // 3] for i, row in enumerate(drawn))
+
+
+def test_compiled_calls_padded_to_a_minimum_width_keep_one_shape_and_their_tokens(tiny):
+    model, tokenizer, prompts = tiny
+    encoded = [tokenizer(p)["input_ids"][:n] for p, n in zip(prompts, (40, 90, 300))]
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    shapes, generate = [], model.generate
+    model.generate = lambda **kw: shapes.append(tuple(kw["input_ids"].shape)) or generate(**kw)
+    try:
+        free = [completion_ids(model, [ids], 1, 8, 0.0, 1.0, eos, pad, "compiled") for ids in encoded]
+        fixed = [completion_ids(model, [ids], 1, 8, 0.0, 1.0, eos, pad, "compiled", min_width=300) for ids in encoded]
+    finally:
+        del model.generate
+    assert shapes[:3] == [(1, 256), (1, 256), (1, 512)]  # in steps of WIDTH_STEP, as wide as each call needs
+    assert shapes[3:] == [(1, 512)] * 3  # one shape for every call
+    assert fixed == free  # left padding changes no token

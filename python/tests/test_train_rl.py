@@ -376,3 +376,26 @@ def test_overlapped_steps_sample_the_next_step_before_this_update_and_take_its_r
     assert any(moved)
     with pytest.raises(ValueError, match="needs overlap_scoring"):
         train_rl(RLConfig(out=str(tmp_path / "no"), overlap_steps=True, overlap_scoring=False, **cfg))
+
+
+def test_compiled_rollouts_are_padded_to_the_tasks_widest_prompt(tmp_path, monkeypatch):
+    """With the compiled generator every step's generate call has the shape of the tasks' widest
+    prompt (one compile a run), unless prompt_width says more."""
+    from tritium.train import models
+    from tritium.train.rollout import prompt_ids
+
+    sources = [(EXAMPLE_TASKS / "level1" / f"{n}.py").read_text() for n in ("01_relu", "09_matmul")]
+    suite = tmp_path / "tasks.jsonl"
+    suite.write_text("".join(json.dumps({"id": f"t{i}", "source": s}) + "\n" for i, s in enumerate(sources)))
+    model, tokenizer = models.load("tiny", corpus=[tritium.kernel_prompt(s) for s in sources])
+    model.save_pretrained(tmp_path / "start")
+    tokenizer.save_pretrained(tmp_path / "start")
+    widths, generate = [], rl._generate
+    monkeypatch.setattr(rl, "_generate", lambda cfg, *a: widths.append(cfg.prompt_width) or generate(cfg, *a))
+    cfg = dict(tasks=str(suite), model=str(tmp_path / "start"), prompts_per_step=1, group_size=2, max_new_tokens=4)
+    cfg.update(engine_device="cpu", tensorboard=False, generator="compiled")
+    train_rl(RLConfig(out=str(tmp_path / "a"), steps=2, **cfg), log=lambda _: None)
+    widest = max(len(prompt_ids(tokenizer, tritium.kernel_prompt(s))) for s in sources)
+    assert widths == [widest, widest]
+    train_rl(RLConfig(out=str(tmp_path / "b"), steps=1, prompt_width=4096, **cfg), log=lambda _: None)
+    assert widths[-1] == 4096

@@ -31,7 +31,7 @@ from collections import Counter
 
 import torch
 
-from . import grpo, models
+from . import grpo, models, rollout
 from .board import Board, progress
 from .cli import parse_config
 from .curriculum import Curriculum, parse_weights, task_level
@@ -49,6 +49,9 @@ class RLConfig:
     rollout_batch: int = 1  # prompts per generate call and per engine call (rollouts depend on it)
     max_new_tokens: int = 512
     generator: str = "auto"  # rollouts: "generate" (= "auto"), "continuous" or "compiled" (tritium.train.rollout)
+    # "compiled": every step's prompts padded to this many tokens or more, so that its generate calls keep one
+    # shape and compile once (a call took 129 s with its compile on an H100); 0: the tasks' widest prompt.
+    prompt_width: int = 0
     overlap_scoring: bool = True  # judge a batch's rollouts while the next batch is generated
     # Generate step k+1's rollouts while step k's are judged, before step k's update: one step off-policy,
     # the clipped ratio taken against the policy that sampled them (its log-probs taken at generation). A
@@ -136,6 +139,7 @@ def _generate(cfg: RLConfig, sampler, tokenizer, tasks: list[dict], first: int, 
         cfg.temperature,
         cfg.top_p,
         cfg.generator,
+        min_width=cfg.prompt_width,
     )
     clock["generate"] += time.monotonic() - began
     return results
@@ -417,6 +421,9 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     if not tasks:
         raise ValueError(f"{cfg.tasks}: no tasks")
     model, tokenizer = models.load(cfg.model)
+    if rollout.resolve(cfg.generator) == "compiled" and not cfg.prompt_width:
+        widest = max(len(rollout.prompt_ids(tokenizer, api.kernel_prompt(t["source"]))) for t in tasks)
+        cfg = dataclasses.replace(cfg, prompt_width=widest)
     model.to(device).train()
     # The KL anchor is the starting policy, frozen (a second copy of the weights: only when asked).
     reference = copy.deepcopy(model).eval().requires_grad_(False) if cfg.kl_coef else None

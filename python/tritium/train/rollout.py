@@ -96,10 +96,11 @@ def _static(
     pad: int,
     compiled: bool = False,
     greedy_too: bool = False,
+    min_width: int = 0,
 ) -> list[list[int]]:
     width = max(len(ids) for ids in encoded)
-    if compiled:  # prompt widths in steps of WIDTH_STEP: calls of one config repeat their shapes
-        width = -(-width // WIDTH_STEP) * WIDTH_STEP
+    if compiled:  # prompt widths in steps of WIDTH_STEP, at least min_width: calls of one config repeat their shapes
+        width = -(-max(width, min_width) // WIDTH_STEP) * WIDTH_STEP
     per_prompt = samples + greedy_too
     rows = [ids for ids in encoded for _ in range(per_prompt)]
     device = next(model.parameters()).device
@@ -121,10 +122,13 @@ def _static(
     return [_until_eos(row, eos, pad) for row in out[:, width:].tolist()]
 
 
-def _compiled(model, encoded, samples, max_new_tokens, sampling, eos, pad, greedy_too=False) -> list[list[int]]:
+def _compiled(
+    model, encoded, samples, max_new_tokens, sampling, eos, pad, greedy_too=False, min_width=0
+) -> list[list[int]]:
     """A static batch over a static KV cache: on a GPU, transformers compiles the decode step
-    (torch.compile, CUDA graphs), once per shape."""
-    return _static(model, encoded, samples, max_new_tokens, sampling, eos, pad, compiled=True, greedy_too=greedy_too)
+    (torch.compile, CUDA graphs), once per shape: prompts padded to `min_width` or more keep the
+    calls of a run at one shape."""
+    return _static(model, encoded, samples, max_new_tokens, sampling, eos, pad, True, greedy_too, min_width)
 
 
 @torch.no_grad()
@@ -194,14 +198,16 @@ def completion_ids(
     generator: str = "auto",
     options: dict | None = None,
     greedy_too: bool = False,
+    min_width: int = 0,
 ) -> list[list[int]]:
     """`samples` completions of each prompt (token ids, prompt-major), EOS kept, no padding; `eos`
     one stop token or several. The model is in eval mode for the call and back in its former mode
     after it. `options`: "continuous" only, its settings in place of CONTINUOUS (benchmarks).
     `greedy_too`: each prompt's `samples` completions are followed by a greedy one, decoded in the
-    same static batch ("continuous": in a second call)."""
+    same static batch ("continuous": in a second call). `min_width`: "compiled" only, the prompts
+    padded to at least that many tokens (one shape, one compile, for all of a run's calls)."""
     run = {"continuous": _continuous, "compiled": _compiled, "generate": _static}[resolve(generator)]
-    extra = {}
+    extra = {"min_width": min_width} if run is _compiled and min_width else {}
     if options is not None:
         if run is not _continuous:
             raise ValueError(f"rollout generator {generator!r} takes no options")
@@ -213,12 +219,17 @@ def completion_ids(
         if not greedy_too:
             return run(model, encoded, samples, max_new_tokens, sampling, eos, pad, **extra)
         if run is not _continuous:
-            return run(model, encoded, samples, max_new_tokens, sampling, eos, pad, greedy_too=True)
+            return run(model, encoded, samples, max_new_tokens, sampling, eos, pad, greedy_too=True, **extra)
         drawn = run(model, encoded, samples, max_new_tokens, sampling, eos, pad, **extra)
         greedy = run(model, encoded, 1, max_new_tokens, _sampling(0.0, top_p), eos, pad, **extra)
         return [c for i, g in enumerate(greedy) for c in (*drawn[i * samples : (i + 1) * samples], g)]
     finally:
         model.train(training)
+
+
+def prompt_ids(tokenizer, prompt: str) -> list[int]:
+    """A prompt's token ids as the model reads it (its chat template)."""
+    return tokenizer(data.prompt_text(tokenizer, prompt), add_special_tokens=False)["input_ids"]
 
 
 def rollouts(
@@ -231,10 +242,12 @@ def rollouts(
     top_p: float,
     generator: str = "auto",
     greedy_too: bool = False,
+    min_width: int = 0,
 ) -> list[tuple[list[int], list[list[int]], list[str]]]:
     """`group_size` samples of each prompt (and a greedy one after them with `greedy_too`): per
-    prompt, its ids, each sample's completion ids and the completion texts (without the EOS)."""
-    encoded = [tokenizer(data.prompt_text(tokenizer, p), add_special_tokens=False)["input_ids"] for p in prompts]
+    prompt, its ids, each sample's completion ids and the completion texts (without the EOS).
+    `min_width`: see completion_ids."""
+    encoded = [prompt_ids(tokenizer, p) for p in prompts]
     eos = tokenizer.eos_token_id
     completions = completion_ids(
         model,
@@ -247,6 +260,7 @@ def rollouts(
         tokenizer.pad_token_id,
         generator,
         greedy_too=greedy_too,
+        min_width=min_width,
     )
     texts = [tokenizer.decode([t for t in c if t != eos]) for c in completions]
     n = group_size + greedy_too
