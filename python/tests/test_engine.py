@@ -221,7 +221,8 @@ def test_references_past_the_disk_budget_are_trimmed_and_recomputed(tmp_path):
     trimmed = tritium.Engine(
         device="cpu", jobs=1, static_check=False, work_dir=str(tmp_path / "trimmed"), reference_cache_gb=1e-9
     )
-    assert [v["status"] for v in trimmed.evaluate(batch + batch[:1])] == ["correct"] * 4
+    again = {**batch[0], "id": "again", "code": batch[0]["code"] + "\n# judged again\n"}  # not a copy: judged
+    assert [v["status"] for v in trimmed.evaluate(batch + [again])] == ["correct"] * 4
     assert trimmed.info()["reference_bytes"] == 0
     assert not list((tmp_path / "trimmed" / "refs").iterdir())
 
@@ -260,6 +261,29 @@ def test_progress_hears_of_each_verdict_and_a_failing_listener_ends_nothing(runt
     verdicts = runtime_engine.evaluate(batch, progress=failing)
     assert [v["status"] for v in verdicts] == ["correct", "incorrect"]
     assert [str(e) for e in reported] == ["No space left on device"] * 2
+
+
+def test_a_candidate_the_batch_holds_twice_is_judged_once(runtime_engine):
+    """RL's groups repeat samples: a copy (the same code for the same task) gets the verdict of the
+    one judged, as a cache hit with its own id and meta; `rerun` judges it anyway."""
+    names = ["honest_relu.py", "wrong_kernel.py", "honest_relu.py", "wrong_kernel.py"]
+    batch = [item(n, TINY_RELU, id=f"{i}:{n}", sample=i) for i, n in enumerate(names)]
+    batch.append(item("honest_relu.py", TINY_RELU, id="4:edited", sample=4))
+    batch[4]["code"] += "\n# another candidate\n"
+    calls = []
+    verdicts = runtime_engine.evaluate(batch, progress=lambda done, total, status: calls.append((done, total, status)))
+    assert [v["status"] for v in verdicts] == ["correct", "incorrect", "correct", "incorrect", "correct"]
+    assert [v["candidate_id"] for v in verdicts] == [b["id"] for b in batch]
+    assert [v["cache_hit"] for v in verdicts] == [False, False, True, True, False]
+    assert [v["meta"]["sample"] for v in verdicts] == [0, 1, 2, 3, 4]
+    copy, first = verdicts[2], verdicts[0]
+    assert copy["eval_ms"] == 0 and copy["phases_ms"] is None and first["eval_ms"] > 0
+    assert {k: copy[k] for k in ("message", "trials", "findings")} == {
+        k: first[k] for k in ("message", "trials", "findings")
+    }
+    assert sorted(c[0] for c in calls) == [1, 2, 3, 4, 5] and {c[1] for c in calls} == {5}
+    rerun = runtime_engine.evaluate([batch[0], {**batch[2], "rerun": True}])
+    assert [v["cache_hit"] for v in rerun] == [False, False]
 
 
 def test_a_verdict_says_how_much_of_its_scratch_the_candidate_filled(runtime_engine):

@@ -933,6 +933,11 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
   std::size_t done = 0;
   std::map<std::string, std::pair<const Task*, std::vector<std::string>>> to_prefetch;  // by reference key
   std::vector<std::string> prefetch_order;
+  // A candidate the batch holds twice (the same code for the same task) is judged once, and each
+  // copy gets that verdict as a cache hit: RL's groups repeat samples (54 of an H100 step's 256
+  // rollouts were copies of another), and each copy would cost a job's seconds.
+  std::map<std::string, std::size_t> judged;                // task and code -> the item judged
+  std::vector<std::pair<std::size_t, std::size_t>> copies;  // (item, the item whose verdict it takes)
   for (std::size_t i = 0; i < items.size(); ++i) {
     prepared[i] = impl_->prepare(items[i]);
     if (auto hit = items[i].rerun
@@ -943,6 +948,13 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
       ++done;
       if (progress) progress(done, items.size(), verdicts[i]);
       continue;
+    }
+    if (!items[i].rerun) {
+      const auto [first, fresh] = judged.try_emplace(Impl::ref_key(items[i].task) + sha256_hex(prepared[i].code), i);
+      if (!fresh) {
+        copies.emplace_back(i, first->second);
+        continue;
+      }
     }
     const std::string key = Impl::ref_key(items[i].task);
     auto& wanted = to_prefetch[key];
@@ -972,10 +984,20 @@ std::vector<Verdict> Engine::evaluate(const std::vector<EvalItem>& items, const 
   }
   {
     std::unique_lock lock(mutex);
-    finished.wait(lock, [&] { return done == items.size(); });
+    finished.wait(lock, [&] { return done + copies.size() == items.size(); });
   }
   for (std::size_t i = 0; i < items.size(); ++i)
     if (timings[i].valid()) impl_->finish(prepared[i], verdicts[i], timings[i]);
+  for (const auto& [copy, first] : copies) {
+    Verdict v = verdicts[first];
+    v.candidate_id = items[copy].id;
+    v.meta = items[copy].meta;
+    v.cache_hit = true;
+    v.eval_ms = 0;
+    v.phases_ms = Json();  // its steps were the first's
+    verdicts[copy] = std::move(v);
+    if (progress) progress(++done, items.size(), verdicts[copy]);
+  }
   return verdicts;
 }
 
