@@ -1,8 +1,8 @@
 """The speed half of HRD, from verdicts recorded on the H200 (examples/verdicts/h200-demo.jsonl)
 through the trainer's own path: rewards and group
 advantages (tritium.rewards), then the per-token advantages of one rollout group
-(tritium.train.rl._group_tensors) with a real tokenizer and a tiny model. CI has no GPU, so this
-is where the speedup reward, which only GPU timing gives, is exercised on every run.
+(tritium.train.rl._behaviour, then _advantaged) with a real tokenizer and a tiny model. CI has no
+GPU, so this is where the speedup reward, which only GPU timing gives, is exercised on every run.
 
 The recording holds one correct kernel per task, so the group below gathers kernels of several
 tasks: rewards read only the verdicts, so the group is as real as one of a single task."""
@@ -97,7 +97,7 @@ def test_a_timing_below_the_floor_earns_no_gain_and_a_slow_kernel_none_by_turnin
 
 
 def test_the_trainers_group_carries_each_segments_advantage_to_its_tokens(group):
-    """rl._group_tensors, as a training step calls it: the rollouts' token ids, the engine's scored
+    """rl._behaviour then rl._advantaged, as a training step calls them: the rollouts' token ids, the engine's scored
     results, a tiny model; each response's plan tokens get its plan advantage, the rest its code
     advantage, and the prompt nothing."""
     plans = [f"Plan {k}: one pass over the rows, {k} warps." for k in range(len(group))]
@@ -108,9 +108,8 @@ def test_the_trainers_group_carries_each_segments_advantage_to_its_tokens(group)
     prompt_ids = tokenizer("Write a Triton kernel for this task.", add_special_tokens=False)["input_ids"]
     completions = [tokenizer(t, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for t in texts]
     scored = [{"verdict": v, **s} for v, s in zip(group, tritium.rewards(group))]
-    tensors, stats = rl._group_tensors(
-        tokenizer, prompt_ids, completions, texts, scored, model, None, torch.device("cpu")
-    )
+    behaviour = rl._behaviour(tokenizer, prompt_ids, completions, model, None, torch.device("cpu"))
+    tensors, stats = rl._advantaged(tokenizer, prompt_ids, texts, scored, behaviour)
     assert stats["statuses"] == [v["status"] for v in group]
     assert stats["rewards"] == pytest.approx([s["reward"]["scalar"] for s in scored])
     adv, mask = tensors["adv"], tensors["mask"]

@@ -179,13 +179,12 @@ def test_prompts_generated_together_match_prompts_generated_alone():
 
 
 def test_prompts_rolled_out_in_one_batch_give_each_group_its_own_rollouts_and_verdicts():
-    from collections import Counter
 
     import torch
 
     from tritium.integrations import RewardClient
     from tritium.train import models
-    from tritium.train.rl import _rollout_batch
+    from tritium.train.rl import _finish, _launch
 
     tasks = [{"id": n, "source": (EXAMPLE_TASKS / "level1" / f"{n}.py").read_text()} for n in ("01_relu", "07_softmax")]
     model, tokenizer = models.load("tiny", corpus=[t["source"] for t in tasks])
@@ -194,10 +193,14 @@ def test_prompts_rolled_out_in_one_batch_give_each_group_its_own_rollouts_and_ve
     cpu = torch.device("cpu")
     # Greedy decoding: a batch of both prompts must give each group what it gets alone, with the
     # prompt's own tokens and the verdicts of its own samples.
-    together = _rollout_batch(cfg, model, tokenizer, client, tasks, 0, 1, None, cpu, Counter())
-    alone = [
-        _rollout_batch(cfg, model, tokenizer, client, [t], g, 1, None, cpu, Counter()) for g, t in enumerate(tasks)
-    ]
+
+    def rolled_out(tasks: list[dict], first: int):  # one batch, generated then judged, as a step does
+        return _finish(
+            cfg, tokenizer, _launch(cfg, model, tokenizer, client, [(first, tasks)], 1, None, cpu, None, None), False
+        )
+
+    together = rolled_out(tasks, 0)
+    alone = [rolled_out([t], g) for g, t in enumerate(tasks)]
     assert len(together[0]) == 2 and torch.equal(together[0][0]["ids"][0], together[0][0]["ids"][1])
     assert not torch.equal(together[0][0]["ids"][0], together[0][1]["ids"][0])  # the prompts differ
     for g, (groups, stats) in enumerate(alone):

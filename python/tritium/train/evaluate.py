@@ -50,9 +50,9 @@ def evaluate_model(
     evaluation (0: the engine's default), `engine_jobs` is the engine's candidate slots (0: its
     default; on an H100, 8 slots judged 400 mid-size answers in 252 s, 4.8 s a job). `generator`
     samples them (tritium.train.rollout), from the model with its parameters in `dtype` ("": as
-    saved): on the H200 the bfloat16 compiled generator
-    made 3.2-3.4x float32 `generate`'s tokens/s, and a float32 eval of 80 prompts x 4 samples of up
-    to 2,304 tokens took over 5 minutes. Compare models sampled with the same dtype.
+    saved): on the H200 the bfloat16 compiled generator made 3.2-3.4x float32 `generate`'s
+    tokens/s, and a float32 eval of 80 prompts x 4 samples of up to 2,304 tokens took over 5
+    minutes. Compare models sampled with the same dtype.
     `greedy`: one greedy answer per task too, decoded in the sampled answers' batches and judged in
     the same engine call, its verdicts in OUT/greedy/verdicts.jsonl and its metrics under the
     result's "greedy" (pass@1, fast_p).

@@ -195,18 +195,17 @@ class _Launched:
     """A step's batches of this process: generated, their behaviour tensors taken (the sampling
     policy's log-probs), their scoring under way or done; `clock` has the seconds spent on them."""
 
-    chosen: list[dict]
     batches: list[tuple[list[dict], list, list[dict], concurrent.futures.Future]] = dataclasses.field(
         default_factory=list
     )  # (tasks, results, behaviour, scored)
     clock: Counter = dataclasses.field(default_factory=Counter)
 
 
-def _launch(cfg, model, tokenizer, client, batches, step, reference, device, sampler, scorer, chosen=()) -> _Launched:
+def _launch(cfg, model, tokenizer, client, batches, step, reference, device, sampler, scorer) -> _Launched:
     """Generates this process's batches of a step, (first prompt, tasks) each, by `sampler` (the
     policy when None) and takes each group's behaviour tensors from the policy as it is now; each
     batch's scoring goes to `scorer` (a one-thread executor), else runs here."""
-    launched = _Launched(list(chosen))
+    launched = _Launched()
     for first, tasks in batches:
         results = _generate(cfg, model if sampler is None else sampler, tokenizer, tasks, first, step, launched.clock)
         behaviour = [
@@ -235,14 +234,6 @@ def _finish(cfg: RLConfig, tokenizer, launched: _Launched, overlapped: bool) -> 
     return groups, stats
 
 
-def _rollout_batch(cfg, model, tokenizer, client, tasks, first, step, reference, device, clock, sampler=None):
-    """Prompts first, first+1, ...: their groups rolled out in one generate call, judged in one
-    engine call, with their tensors and statistics; adds the seconds spent to `clock`."""
-    launched = _launch(cfg, model, tokenizer, client, [(first, tasks)], step, reference, device, sampler, None)
-    clock.update(launched.clock)
-    return _finish(cfg, tokenizer, launched, False)
-
-
 def _behaviour(tokenizer, prompt_ids, completions, model, reference, device) -> dict:
     """One prompt's group as the sampling policy saw it: token ids, the completion mask, old (and
     reference) log-probs, taken before any update that follows the sampling."""
@@ -253,13 +244,6 @@ def _behaviour(tokenizer, prompt_ids, completions, model, reference, device) -> 
         old = grpo.token_logprobs(model, ids, attention)
         ref = grpo.token_logprobs(reference, ids, attention) if reference is not None else None
     return {"ids": ids, "attention": attention, "mask": mask, "old": old, "ref": ref}
-
-
-def _group_tensors(tokenizer, prompt_ids, completions, texts, scored, model, reference, device):
-    """One prompt's group: token-level advantages, the completion mask, old (and reference) log-probs."""
-    return _advantaged(
-        tokenizer, prompt_ids, texts, scored, _behaviour(tokenizer, prompt_ids, completions, model, reference, device)
-    )
 
 
 def _advantaged(tokenizer, prompt_ids, texts, scored, behaviour: dict) -> tuple[dict, dict]:
@@ -455,24 +439,24 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     )
     scorer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rl-score")
 
-    def launch(step: int) -> _Launched:
+    def launch(step: int) -> tuple[list[dict], _Launched]:
         chosen = curriculum.pick(rng, cfg.prompts_per_step)  # the same on every process
         mine = [(b.start, chosen[b.start : b.stop]) for b in _own_batches(len(chosen), rank, world, batch)]
         sampler = copied and copied.sampler
-        return _launch(
-            cfg, model, tokenizer, client, mine, step, reference, device, sampler, scorer if threaded else None, chosen
+        return chosen, _launch(
+            cfg, model, tokenizer, client, mine, step, reference, device, sampler, scorer if threaded else None
         )
 
     ahead = None
     try:
         for step in range(1, cfg.steps + 1):
             began = time.monotonic()
-            current = ahead or launch(step)
+            chosen, current = ahead or launch(step)
             # overlap_steps: the next step's rollouts come from the policy before this step's update, and are
             # generated while this step's are judged.
             ahead = launch(step + 1) if cfg.overlap_steps and step < cfg.steps else None
             groups, stats = _finish(cfg, tokenizer, current, threaded)
-            chosen, clock = current.chosen, current.clock
+            clock = current.clock
             updating = time.monotonic()
             loss = _update(cfg, accelerator, wrapped, optimizer, groups, len(chosen))
             if copied:
