@@ -2,12 +2,10 @@
 
     python engine_bench.py repeatability [--runs 5]     GPU: speedup CV over separate evaluations
     python engine_bench.py throughput                   GPU: engine vs naive serial (naive_eval.py)
-    python engine_bench.py throughput --answers FILE --jobs 8,16 [--workers cold,warm] [--limit N]
+    python engine_bench.py throughput --answers FILE --jobs 8,16 [--limit N]
                                                         a model's recorded answers (engine items, JSONL, .gz too:
                                                         examples/answers/) judged as an eval judges them, once
-                                                        per worker kind and slot count (cold: each job's worker
-                                                        and comparer forked for it; warm: forked ahead with
-                                                        their CUDA contexts); each run's wall against the first's
+                                                        per slot count; each run's wall against the first's
     python engine_bench.py cache [--device cpu|cuda]    second run of a batch from the verdict cache
     python engine_bench.py small [--runs 3]             GPU: the example solutions (small, launch-bound kernels)
                                                         in separate engine runs with the default slots: each
@@ -289,26 +287,20 @@ def recorded_answers(args) -> dict:
         items = [json.loads(line) for line in f if line.strip()]
     items = items[: args.limit or None]
     runs = []
-    for workers in args.workers:
-        for jobs in args.jobs:
-            start = time.perf_counter()
-            engine = tritium.Engine(
-                device=args.device, jobs=jobs, seed=0, lazy_reference_timing=True, warm_workers=workers == "warm"
-            )
-            verdicts = engine.evaluate(items)
-            seconds, jobs = time.perf_counter() - start, engine.info()["jobs"]
-            del engine  # its runners end before the next engine starts
-            statuses = dict(Counter(v["status"] for v in verdicts).most_common())
-            runs.append({"jobs": jobs, "workers": workers, "seconds": seconds, "statuses": statuses})
-            print(f"{len(items)} answers, {jobs} jobs, {workers} workers: {seconds:.1f} s, {statuses}", flush=True)
-            _print_breakdown(verdicts)
+    for jobs in args.jobs:
+        start = time.perf_counter()
+        engine = tritium.Engine(device=args.device, jobs=jobs, seed=0, lazy_reference_timing=True)
+        verdicts = engine.evaluate(items)
+        seconds, jobs = time.perf_counter() - start, engine.info()["jobs"]
+        del engine  # its runners end before the next engine starts
+        statuses = dict(Counter(v["status"] for v in verdicts).most_common())
+        runs.append({"jobs": jobs, "seconds": seconds, "statuses": statuses})
+        print(f"{len(items)} answers, {jobs} jobs: {seconds:.1f} s, {statuses}", flush=True)
+        _print_breakdown(verdicts)
     base = runs[0]
     for run in runs[1:]:
         same = "the same statuses" if run["statuses"] == base["statuses"] else "OTHER statuses"
-        print(
-            f"{run['jobs']} jobs, {run['workers']} workers against {base['jobs']}, {base['workers']}: "
-            f"{base['seconds'] / run['seconds']:.2f}x ({same})"
-        )
+        print(f"{run['jobs']} jobs against {base['jobs']}: {base['seconds'] / run['seconds']:.2f}x ({same})")
     return {"answers": len(items), "runs": runs}
 
 
@@ -947,12 +939,6 @@ def main() -> None:
         type=lambda s: [int(j) for j in s.split(",")],
         default=[0],
         help="throughput: engine slot counts to run, e.g. 8,12 (0: the engine's default)",
-    )
-    parser.add_argument(
-        "--workers",
-        type=lambda s: s.split(","),
-        default=["warm"],
-        help="throughput --answers: worker kinds to run, e.g. cold,warm (cold: forked for each job)",
     )
     parser.add_argument(
         "--untimed",

@@ -111,8 +111,6 @@ struct EngineOptions {
   bool timing = true;                   // on a GPU: time the candidate and the references
   double timer_gather_s = 1.5;          // a timer ready to time waits up to this long for others to
                                         // time after the same drain of the GPU's sharers (timing.py)
-  bool warm_workers = true;             // fork each slot's next workers (candidate, comparer) ahead of
-                                        // their job, their CUDA contexts made meanwhile (spare.py)
   bool lazy_reference_timing = false;   // time a task's references only once a candidate of it is
                                         // correct (RL batches: most tasks get none); otherwise as
                                         // soon as its outputs exist, beside its candidates' checks

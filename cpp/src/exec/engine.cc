@@ -51,10 +51,6 @@ using Clock = std::chrono::steady_clock;
 constexpr double kBackstopS = 60;           // the engine's timeout beyond the worker's own
 constexpr double kReferenceTimeoutS = 900;  // torch.compile of a large model takes minutes
 constexpr int kSandboxUidBase = 4100000;    // per-slot uid when the engine runs as root
-constexpr double kWarmCallS = 30;           // a runner's answer to "fork your spare" (it does not wait for it)
-// What a spare worker's CUDA context holds on its device while it waits (torch's, on an H100: about
-// half a GiB; not yet measured on the H200).
-constexpr std::uintmax_t kSpareContextBytes = std::uintmax_t{512} << 20;
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -281,9 +277,6 @@ struct Engine::Impl {
   std::uintmax_t memory_budget = 0;            // what the memory gate lets jobs hold at once
   std::atomic<std::size_t> memory_retries{0};  // jobs run again alone after running out of memory
   std::atomic<std::size_t> job_counter{0};
-  // Per slot (touched by its own thread only): the directory its runner's spare worker was made
-  // for, which the slot's next job takes (empty: none).
-  std::vector<fs::path> spare_dirs;
 
   // A task's reference timing (eager and torch.compile), asked for once its outputs exist and
   // filled into verdicts when it lands, so candidates are checked while the reference compiles.
@@ -510,26 +503,12 @@ struct Engine::Impl {
     return it == timings.end() ? std::shared_future<Json>() : it->second;
   }
 
-  Result<fs::path> new_job_dir() {
+  Result<fs::path> prepare_job(const exec::Reference& ref, const std::string& code) {
     const fs::path job = work / "jobs" / std::to_string(job_counter++);
     std::error_code ec;
     fs::create_directories(job, ec);
     if (ec) return Error{fmt::format("cannot create {}: {}", job.string(), ec.message())};
     chmod(job.c_str(), 0700);
-    return job;
-  }
-
-  // The slot's job directory: the one its spare worker was made for, if there is one.
-  Result<fs::path> take_job_dir(int slot) {
-    fs::path spare = std::exchange(spare_dirs[slot], fs::path());
-    if (!spare.empty() && fs::is_directory(spare)) return spare;
-    return new_job_dir();
-  }
-
-  Result<fs::path> prepare_job(int slot, const exec::Reference& ref, const std::string& code) {
-    auto made = take_job_dir(slot);
-    if (!made) return made;
-    const fs::path job = *made;
     // Checked: on a full disk an unchecked write left an empty candidate.py, and an honest kernel
     // was judged a runtime_error ("defines no class ModelNew").
     std::ofstream file(job / "candidate.py", std::ios::binary);
@@ -590,7 +569,7 @@ struct Engine::Impl {
   }
 
   Json evaluate_request(int slot, const Task& task, const exec::Reference& ref, const fs::path& job,
-                        const Json& channel) {
+                        const Json& channel) const {
     Json trials = Json::array();
     for (const auto& t : ref.body.value("trials", Json::array()))
       trials.push_back({{"index", t.value("index", 0)},
@@ -599,6 +578,10 @@ struct Engine::Impl {
                         {"variant_spec", t.value("variant_spec", Json())},
                         {"output_bytes", set_bytes(t.value("outputs", Json::array()))}});
     const std::string dev = slot_device(slot);
+    const bool root = geteuid() == 0;
+    Json sandbox = sandbox_spec(job, root ? kSandboxUidBase + slot : 0);
+    sandbox["cpu_s"] = static_cast<int>(options.timeout_s * 2 + 30);
+    sandbox["memory_bytes"] = static_cast<long long>(options.memory_gb * (1ll << 30));
     return {{"op", "evaluate"},
             {"filename", (job / "candidate.py").string()},
             {"device", dev},
@@ -616,45 +599,8 @@ struct Engine::Impl {
               {"lock_path", lock_path(dev).string()},
               {"lock_wait_s", lock_wait_s()},
               {"gather_s", options.timer_gather_s}}},
-            {"sandbox", candidate_sandbox(slot, job)},
-            {"warm", warm_spec(slot, "evaluate")},
+            {"sandbox", sandbox},
             {"timeout_s", options.timeout_s}};
-  }
-
-  // The slot's runners fork their first workers now (spare.py), making their contexts meanwhile;
-  // later ones are forked with each job. A runner that did not start says so at the slot's first job.
-  void prepare_spares(int slot) {
-    if (!options.warm_workers) return;
-    slots[slot]->call({{"op", "warm"}, {"warm", warm_spec(slot, "evaluate")}}, kWarmCallS);
-    comparers[slot]->call({{"op", "warm"}, {"warm", warm_spec(slot, "compare")}}, kWarmCallS);
-  }
-
-  Json candidate_sandbox(int slot, const fs::path& dir) const {
-    Json sandbox = sandbox_spec(dir, geteuid() == 0 ? kSandboxUidBase + slot : 0);
-    sandbox["cpu_s"] = static_cast<int>(options.timeout_s * 2 + 30);
-    sandbox["memory_bytes"] = static_cast<long long>(options.memory_gb * (1ll << 30));
-    return sandbox;
-  }
-
-  // What the slot's next `op` request (evaluate: the candidate's; compare: its comparer's) will be
-  // like, for its runner to fork that worker ahead of it (spare.py): its device and GPU lock, and
-  // for a candidate the sandbox of a directory set aside for the slot's next job. Null: none.
-  Json warm_spec(int slot, const std::string& op) {
-    if (!options.warm_workers) return nullptr;
-    const std::string dev = slot_device(slot);
-    Json spec = {{"op", op},
-                 {"device", dev},
-                 {"lock_path", lock_path(dev).string()},
-                 {"lock_wait_s", lock_wait_s()},
-                 {"gather_s", options.timer_gather_s}};
-    if (op != "evaluate") return spec;
-    if (spare_dirs[slot].empty()) {
-      auto dir = new_job_dir();
-      if (!dir) return nullptr;
-      spare_dirs[slot] = *dir;
-    }
-    spec["sandbox"] = candidate_sandbox(slot, spare_dirs[slot]);
-    return spec;
   }
 
   // Judges the candidate; a timed one gets `timing`, its reference's timing, to apply when it lands.
@@ -683,7 +629,7 @@ struct Engine::Impl {
       return;
     }
     const auto pass = disk->enter(ref.bytes);  // the job's own files: the code, linked parameters
-    auto job = prepare_job(slot, ref, code);
+    auto job = prepare_job(ref, code);
     auto make_channel = [&] {
       return device == "cuda" && job ? exec::Channel::create(channel_bytes(ref.body), channel_device_bytes(ref.body),
                                                              (*job / "outputs.sock").string())
@@ -750,7 +696,6 @@ struct Engine::Impl {
                     {"spots", ref.body.value("spots", 0)},
                     {"tolerances", tolerances()},
                     {"channel", channel.spec()},
-                    {"warm", warm_spec(slot, "compare")},
                     {"timeout_s", options.timeout_s + kBackstopS / 2}});
     auto compared = std::async(std::launch::async, [&] { return comparer.call(compare, limit + kBackstopS); });
     auto worked = std::async(std::launch::async, [&, request = evaluate_request(slot, task, ref, job, channel.spec())] {
@@ -944,16 +889,12 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     comparer_options.device = runner_options.device;
     impl->comparers.push_back(std::make_unique<exec::Runner>(comparer_options));
   }
-  impl->spare_dirs.resize(options.jobs);
   // What jobs may hold at once: most of the GPU's free memory (of the first GPU: slots spread over
   // GPUs alike), or of the host's on the CPU. A job alone always starts.
-  // Less the contexts of the spare workers, which wait beside the jobs (two a slot).
   const double room_gb =
       gpu ? impl->device_info.value("free_gb", impl->device_info.value("memory_gb", 0.0)) * 0.9 : physical_gb() * 0.7;
-  const std::uintmax_t spares = gpu && options.warm_workers ? 2 * options.jobs * kSpareContextBytes : 0;
   impl->memory_budget = static_cast<std::uintmax_t>(room_gb * (1ull << 30)) *
-                            static_cast<std::uintmax_t>(std::max(1, gpu ? impl->gpus : 1)) -
-                        spares;
+                        static_cast<std::uintmax_t>(std::max(1, gpu ? impl->gpus : 1));
   impl->memory.emplace([room = impl->memory_budget] { return room; }, [] {}, 0);
   if (options.memory_gb <= 0) options.memory_gb = std::max(1.0, physical_gb() * 0.6 / options.jobs);
   impl->options = std::move(options);
@@ -970,7 +911,6 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
       if (trusted) runners.push_back(trusted);
       exec::Runner::start_together(runners);  // a failure is reported by the slot's first job
       if (trusted) impl->return_trusted(trusted);
-      impl->prepare_spares(slot);
     };
   impl->candidates.start(impl->options.jobs, warm);
   took("runners");

@@ -110,7 +110,6 @@ EngineOptions EngineFlags::options() const {
   o.seed = seed;
   o.static_check = !no_static;
   o.timing = !no_timing;
-  o.warm_workers = !cold_workers;
   return o;
 }
 
@@ -143,9 +142,6 @@ void add_engine_flags(CLI::App* app, EngineFlags& f) {
                   "Seconds a candidate ready to be timed waits for others to time after the same drain of the GPU")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app->add_flag("--cold-workers", f.cold_workers,
-                "Fork each candidate's worker and comparer when its job comes, not ahead of it with their "
-                "CUDA contexts made (the comparison baseline)");
   app->add_flag("--lazy-reference-timing", f.engine.lazy_reference_timing,
                 "Time a task's eager and torch.compile references only once one of its candidates is correct "
                 "(RL batches, where most tasks get none); by default they are timed beside the checks");

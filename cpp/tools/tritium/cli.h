@@ -53,7 +53,7 @@ void add_search_command(CLI::App& root, Commands& commands);
 struct EngineFlags {
   EngineOptions engine;
   std::optional<std::uint64_t> seed;
-  bool no_static = false, no_timing = false, cold_workers = false;
+  bool no_static = false, no_timing = false;
   EngineOptions options() const;  // the flags applied
 };
 void add_engine_flags(CLI::App* app, EngineFlags& flags);

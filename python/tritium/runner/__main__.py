@@ -84,7 +84,6 @@ def main() -> int:
     channel = socket.socket(fileno=args.channel_fd)
 
     from . import protocol
-    from .spare import Spares
     from .worker import run_in_worker
 
     if args.threads > 0:
@@ -123,32 +122,21 @@ def main() -> int:
     protocol.write_frame(channel, hello)
     if not hello["ok"]:
         return 1
-    spares = Spares(handlers, triton_driver=args.role == "candidate")
     while (request := protocol.read_frame(channel)) is not None:
-        if seed is not None and seed.done():  # every worker forked from here writes it into its cache
-            from . import sandbox
-
-            sandbox.triton_seed, seed = seed.files(), None
         handler = handlers.get(request.get("op"))
-        if request.get("op") == "warm":  # a spare for the first job (later ones come with a job)
-            spares.make(request.get("warm"))
-            answer = {"ok": True}
-        elif handler is None:
+        if handler is None:
             answer = {
                 "ok": False,
                 "stage": "runner",
                 "error": f"op {request.get('op')!r} is not served by a {args.role} runner",
             }
         else:
-            answer = run_in_worker(
-                handler,
-                request,
-                request.get("timeout_s"),
-                spares.take(request),
-                lambda: spares.make(request.get("warm")),
-            )
+            if seed is not None and seed.done():  # every worker forked from here writes it into its cache
+                from . import sandbox
+
+                sandbox.triton_seed, seed = seed.files(), None
+            answer = run_in_worker(handler, request, request.get("timeout_s"))
         protocol.write_frame(channel, answer)
-    spares.close()
     return 0
 
 

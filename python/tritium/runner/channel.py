@@ -60,18 +60,15 @@ def _map(fd: int, size: int) -> mmap.mmap | None:
 
 
 class _End:
-    def __init__(self, spec: dict, write_key: str, read_key: str, fds: list[int] | None = None):
-        """`fds`: (buffer, write, read) opened already, by another process (they are then this end's)."""
+    def __init__(self, spec: dict, write_key: str, read_key: str):
         self.size = int(spec["bytes"])
-        buffer_fd, self.out_fd, self.in_fd = fds or (
-            _open(spec, "buffer", os.O_RDWR),
-            _open(spec, write_key, os.O_WRONLY),
-            _open(spec, read_key, os.O_RDONLY),
-        )
+        buffer_fd = _open(spec, "buffer", os.O_RDWR)
         try:
             self.buffer = _map(buffer_fd, self.size)
         finally:
             os.close(buffer_fd)
+        self.out_fd = _open(spec, write_key, os.O_WRONLY)
+        self.in_fd = _open(spec, read_key, os.O_RDONLY)
         self.pending = b""
         self.socket_path, self.device_bytes = spec.get("socket"), int(spec.get("device_bytes", 0))
         self.device_buffer: SharedDeviceBuffer | None = None  # the halves, once moved to the device
@@ -134,23 +131,10 @@ class _End:
 class CandidateEnd(_End):
     """The worker's end: streams one output set through the buffer's two halves."""
 
-    def __init__(self, spec: dict, fds: list[int] | None = None):
-        """`fds`: what descriptors() opened, handed over (a worker made before its job, already in
-        its sandbox, where neither the engine's /proc nor the socket's path can be reached)."""
-        super().__init__(spec, "ready_w", "go_r", fds[:3] if fds else None)
-        if fds:
-            self.listener = socket.socket(fileno=fds[3]) if len(fds) > 3 else None
-        else:
-            self.listener = _listen(self.socket_path) if self.socket_path else None
+    def __init__(self, spec: dict):
+        super().__init__(spec, "ready_w", "go_r")
+        self.listener = _listen(self.socket_path) if self.socket_path else None
         self.bound_inode = os.stat(self.socket_path).st_ino if self.listener is not None else None
-
-    @staticmethod
-    def descriptors(spec: dict) -> list[int]:
-        """The worker's ends opened here, for another process: buffer, ready (write), go (read) and
-        the bound socket, if one could be made."""
-        fds = [_open(spec, "buffer", os.O_RDWR), _open(spec, "ready_w", os.O_WRONLY), _open(spec, "go_r", os.O_RDONLY)]
-        listener = _listen(spec["socket"]) if spec.get("socket") else None
-        return fds + ([listener.detach()] if listener is not None else [])
 
     def ship(self, what: dict, outputs: list[torch.Tensor], deadline: float | None) -> bool:
         """Describes `outputs`; if the comparer wants their data (their shapes and dtypes are the

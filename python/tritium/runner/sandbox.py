@@ -239,7 +239,7 @@ def _process_limit(spec: dict) -> int:
     return int(spec.get("processes", 64 + 2 * (os.cpu_count() or 1)))
 
 
-def _limit(spec: dict, device: str, report: dict, own_tasks: int, address: bool = True) -> None:
+def _limit(spec: dict, device: str, report: dict, own_tasks: int) -> None:
     limits = {
         resource.RLIMIT_CORE: 0,
         resource.RLIMIT_CPU: int(spec.get("cpu_s", 600)),
@@ -249,34 +249,21 @@ def _limit(spec: dict, device: str, report: dict, own_tasks: int, address: bool 
     processes = _process_limit(spec)
     processes += own_tasks  # without root the limit counts every task of this uid, machine-wide
     limits[resource.RLIMIT_NPROC] = processes
-    applied = _apply(limits)
-    # A write past RLIMIT_FSIZE then fails with EFBIG instead of killing the process silently.
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    report["rlimits"] = applied
-    if address:
-        limit_address_space(spec, device, report)
-
-
-def limit_address_space(spec: dict, device: str, report: dict) -> None:
-    """RLIMIT_AS on the CPU: the candidate's memory beyond what this process maps now (the warm
-    runtime and the channel's buffer). A spare worker applies it once the channel is mapped, as a
-    worker forked for its job does on entering, so both leave the candidate the same room."""
     memory = int(spec.get("memory_bytes", 0))
-    if memory and not device.startswith("cuda"):
-        report["rlimits"].update(_apply({resource.RLIMIT_AS: _mapped_bytes() + memory}))
-
-
-def _apply(limits: dict) -> dict:
+    if memory and not device.startswith("cuda"):  # beyond what the warm runtime already maps
+        limits[resource.RLIMIT_AS] = _mapped_bytes() + memory
     applied = {}
     for kind, value in limits.items():
         soft, hard = resource.getrlimit(kind)
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         try:
             resource.setrlimit(kind, (value, value))
-            applied[resource_name(kind)] = value
+            applied[kind] = value
         except (ValueError, OSError):
             pass
-    return applied
+    # A write past RLIMIT_FSIZE then fails with EFBIG instead of killing the process silently.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    report["rlimits"] = {resource_name(k): v for k, v in applied.items()}
 
 
 def resource_name(kind: int) -> str:
@@ -365,11 +352,10 @@ def _cpu_share() -> str:
     return "own autogroup" if enabled else "per process (autogroups off)"
 
 
-def enter(spec: dict, device: str, on_init=None, address_limit: bool = True) -> dict:
+def enter(spec: dict, device: str, on_init=None) -> dict:
     """Applies the sandbox to this (forked) process; returns what was applied. Raises SandboxError
     when a layer cannot be applied, unless spec["unsafe"] (then the report says what is missing).
-    `on_init()` runs first thing in the namespace's PID 1, the process that returns. Without
-    `address_limit`, limit_address_space() is the caller's to apply before untrusted code runs."""
+    `on_init()` runs first thing in the namespace's PID 1, the process that returns."""
     report = {
         "network": "shared",
         "pid_namespace": False,
@@ -412,7 +398,7 @@ def enter(spec: dict, device: str, on_init=None, address_limit: bool = True) -> 
         _follow_parent(alive_r)
         os.close(alive_r)
     _private_dir(spec["dir"])
-    _limit(spec, device, report, own_tasks, address_limit)
+    _limit(spec, device, report, own_tasks)
     report["seccomp"] = seccomp.install()
     if report["seccomp"] != "on" and not spec.get("unsafe"):
         raise SandboxError(f"the sandbox could not be established: seccomp {report['seccomp']}")

@@ -4,8 +4,7 @@ The worker leads its own session (so its own process group), so a timeout kills 
 started, and the scheduler's autogroups share the CPU between sessions, not processes: a fork bomb
 in one slot cannot starve the candidates of the others. What it prints goes through a pipe of which
 the runner keeps only the tail, so flooding costs no disk.
-A request with a "sandbox" spec is run inside sandbox.enter() (namespaces, rlimits, own dir). The
-worker may also have been forked before its request, and prepared for it (spare.py).
+A request with a "sandbox" spec is run inside sandbox.enter() (namespaces, rlimits, own dir).
 """
 
 import faulthandler
@@ -46,7 +45,7 @@ def _encode(result: dict) -> bytes:
         return json.dumps({"ok": False, "stage": "runner", "error": f"answer is not JSON: {exc}"}).encode("utf-8")
 
 
-def _close_inherited(keep: set[int]) -> None:
+def _close_inherited(keep: int) -> None:
     """Stdin from /dev/null, and every socket and pipe but stdout, stderr and `keep` closed: the
     runner's channel to the engine above all, through which a candidate could otherwise answer for
     the runner. Other descriptors stay: NVML, initialised in the runner before it forked (torch
@@ -57,7 +56,7 @@ def _close_inherited(keep: set[int]) -> None:
         os.close(null)
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
-        if fd <= 2 or fd in keep:
+        if fd <= 2 or fd == keep:
             continue
         try:
             if os.readlink(f"/proc/self/fd/{fd}").startswith(("socket:", "pipe:")):
@@ -66,78 +65,50 @@ def _close_inherited(keep: set[int]) -> None:
             pass  # the descriptor listdir itself used, gone already
 
 
-def begin(output_fd: int, keep: set[int]) -> None:
-    """A forked worker's first steps: its own session, its output into the pipe, the runner's
-    descriptors closed (all but `keep`)."""
-    die_with_parent()
-    os.setsid()
-    os.dup2(output_fd, 1)
-    os.dup2(output_fd, 2)
-    os.close(output_fd)
-    _close_inherited(keep)
-    # The parent's sys.stdout may not be fd 1 (an embedding host, pytest): point both at it.
-    sys.stdout = open(1, "w", buffering=1, closefd=False)
-    sys.stderr = open(2, "w", buffering=1, closefd=False)
-
-
-def runner_error(exc: BaseException) -> dict:
-    return {"ok": False, "stage": "runner", "error": f"runner error: {type(exc).__name__}: {exc}"}
-
-
-def answer(result: dict, result_fd: int, me: int) -> None:
-    """Writes the answer, from the process that answers for the worker only."""
-    # The sandbox's own PID 1 answers, also when entering failed after it was made.
-    me = sandbox.answering_pid(me)
-    if os.getpid() != me:  # a process the request forked came back here: it must not answer
-        os._exit(0)
-    data = _encode(result)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError:
-        pass
-    view = memoryview(data)
-    while view:
-        view = view[os.write(result_fd, view) :]
-
-
 def _child(handler, request: dict, result_fd: int, output_fd: int, timeout_s: float | None) -> None:
     """Runs in the forked process; never returns."""
     me = os.getpid()
     try:
-        begin(output_fd, {result_fd})
+        die_with_parent()
+        os.setsid()
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        os.close(output_fd)
+        _close_inherited(result_fd)
+        # The parent's sys.stdout may not be fd 1 (an embedding host, pytest): point both at it.
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
         try:
             # The candidate's end, through the engine's /proc, which the sandbox hides. Only the
             # candidate's: a comparer opens its own in compare.py, and one holding the worker's ends
             # too would keep them open past the worker's death, and bind the worker's socket again.
-            if has_channel(request):
+            if request.get("op") == "evaluate" and request.get("channel"):
                 request["channel_end"] = CandidateEnd(request["channel"])
-            stacks = functools.partial(stacks_before_timeout, timeout_s, request["forked_at"])
+            stacks = functools.partial(_stacks_before_timeout, timeout_s, request["forked_at"])
             if request.get("sandbox"):  # returns in a child (the namespace's PID 1), which arms `stacks`
-                device = request.get("device", "cpu")
-                request["sandbox_report"] = sandbox.enter(request["sandbox"], device, stacks, address_limit=False)
+                request["sandbox_report"] = sandbox.enter(request["sandbox"], request.get("device", "cpu"), stacks)
             stacks()
-            limit_address_space(request)
             result = handler(request)
         except BaseException as exc:  # noqa: BLE001 - the worker must always answer
-            result = runner_error(exc)
-        answer(result, result_fd, me)
+            result = {"ok": False, "stage": "runner", "error": f"runner error: {type(exc).__name__}: {exc}"}
+        # The sandbox's own PID 1 answers, also when entering failed after it was made.
+        me = sandbox.answering_pid(me)
+        if os.getpid() != me:  # a process the request forked came back here: it must not answer
+            os._exit(0)
+        data = _encode(result)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:
+            pass
+        view = memoryview(data)
+        while view:
+            view = view[os.write(result_fd, view) :]
     finally:
         os._exit(0)
 
 
-def limit_address_space(request: dict) -> None:
-    """The candidate's room in memory (CPU), counted from what the worker maps just before the
-    handler runs: the same in a worker forked for its job and in a spare (spare.py)."""
-    if request.get("sandbox_report") is not None:
-        sandbox.limit_address_space(request["sandbox"], request.get("device", "cpu"), request["sandbox_report"])
-
-
-def has_channel(request: dict) -> bool:
-    return request.get("op") == "evaluate" and bool(request.get("channel"))
-
-
-def stacks_before_timeout(timeout_s: float | None, forked_at: float) -> None:
+def _stacks_before_timeout(timeout_s: float | None, forked_at: float) -> None:
     """Where a worker that overruns is stuck: its threads' stacks, written to its output (the tail
     that the timeout's verdict carries) shortly before the timeout. Armed once, in the process that
     runs the request (a watchdog thread does not survive a fork)."""
@@ -184,7 +155,7 @@ class _Collector:
             os.close(fd)
 
 
-def kill_group(pid: int) -> None:
+def _kill_group(pid: int) -> None:
     """Kills the worker's group (none is left once the worker and all it started are gone)."""
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -192,7 +163,7 @@ def kill_group(pid: int) -> None:
         pass
 
 
-def await_teardown(pid: int) -> None:
+def _await_teardown(pid: int) -> None:
     """Waits until no process of the worker's group is left (the kernel tears a killed PID
     namespace down asynchronously), so the slot's next candidate does not share the CPU with the
     remains of this one."""
@@ -212,7 +183,7 @@ def _wait(pid: int, collector: _Collector, deadline: float | None) -> tuple[int 
         now = time.monotonic()
         if deadline is not None and now > deadline and status is None:
             os.kill(pid, signal.SIGKILL)  # not yet reaped, so still ours, even before its setsid
-            kill_group(pid)
+            _kill_group(pid)
             return os.waitpid(pid, 0)[1], True
         open_pipes = collector.pump(0.05)
         if status is None:
@@ -224,33 +195,26 @@ def _wait(pid: int, collector: _Collector, deadline: float | None) -> tuple[int 
             return status, False
 
 
-def run_in_worker(handler, request: dict, timeout_s: float | None = None, spare=None, then=None) -> dict:
-    """handler(request) in a forked child, or in `spare` (spare.Spare: forked before, prepared for
-    this request); a child that dies or overruns is reported. `then()` runs once the child has the
-    request (a spare for the next request is forked there, while this one works)."""
+def run_in_worker(handler, request: dict, timeout_s: float | None = None) -> dict:
+    """handler(request) in a forked child; a child that dies or overruns is reported."""
+    read_fd, write_fd = os.pipe()
+    out_read, out_write = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
     request["forked_at"] = time.perf_counter()  # the worker's start-up is one of its phases
-    if spare is not None:
-        pid, read_fd, out_read = spare.hand_over(request)
-    else:
-        read_fd, write_fd = os.pipe()
-        out_read, out_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read_fd)
-            os.close(out_read)
-            _child(handler, request, write_fd, out_write, timeout_s)
-        os.close(write_fd)
-        os.close(out_write)
-    if then is not None:
-        then()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        os.close(out_read)
+        _child(handler, request, write_fd, out_write, timeout_s)
+    os.close(write_fd)
+    os.close(out_write)
     collector = _Collector(read_fd, out_read)
     deadline = time.monotonic() + timeout_s if timeout_s else None
     try:
         status, timed_out = _wait(pid, collector, deadline)
-        kill_group(pid)  # anything the worker left behind
-        await_teardown(pid)
+        _kill_group(pid)  # anything the worker left behind
+        _await_teardown(pid)
     finally:
         collector.close()
     result = None
