@@ -2,10 +2,14 @@
 
     python engine_bench.py repeatability [--runs 5]     GPU: speedup CV over separate evaluations
     python engine_bench.py throughput                   GPU: engine vs naive serial (naive_eval.py)
-    python engine_bench.py throughput --answers FILE --jobs 8,16 [--limit N]
+    python engine_bench.py throughput --answers FILE --jobs 8,16 [--comparers forked,kept] [--limit N]
                                                         a model's recorded answers (engine items, JSONL, .gz too:
                                                         examples/answers/) judged as an eval judges them, once
-                                                        per slot count; each run's wall against the first's
+                                                        per comparer kind and slot count (forked: a comparer
+                                                        process and CUDA context per job; kept: one per slot);
+                                                        each run's wall against the first's
+    python engine_bench.py contexts [--counts 1,4,16]   GPU: N processes make their CUDA contexts at once (torch
+                                                        imported before): each one's seconds, against one alone
     python engine_bench.py cache [--device cpu|cuda]    second run of a batch from the verdict cache
     python engine_bench.py small [--runs 3]             GPU: the example solutions (small, launch-bound kernels)
                                                         in separate engine runs with the default slots: each
@@ -287,20 +291,30 @@ def recorded_answers(args) -> dict:
         items = [json.loads(line) for line in f if line.strip()]
     items = items[: args.limit or None]
     runs = []
-    for jobs in args.jobs:
-        start = time.perf_counter()
-        engine = tritium.Engine(device=args.device, jobs=jobs, seed=0, lazy_reference_timing=True)
-        verdicts = engine.evaluate(items)
-        seconds, jobs = time.perf_counter() - start, engine.info()["jobs"]
-        del engine  # its runners end before the next engine starts
-        statuses = dict(Counter(v["status"] for v in verdicts).most_common())
-        runs.append({"jobs": jobs, "seconds": seconds, "statuses": statuses})
-        print(f"{len(items)} answers, {jobs} jobs: {seconds:.1f} s, {statuses}", flush=True)
-        _print_breakdown(verdicts)
+    for comparers in args.comparers:
+        for jobs in args.jobs:
+            start = time.perf_counter()
+            engine = tritium.Engine(
+                device=args.device,
+                jobs=jobs,
+                seed=0,
+                lazy_reference_timing=True,
+                fork_comparers=comparers == "forked",
+            )
+            verdicts = engine.evaluate(items)
+            seconds, jobs = time.perf_counter() - start, engine.info()["jobs"]
+            del engine  # its runners end before the next engine starts
+            statuses = dict(Counter(v["status"] for v in verdicts).most_common())
+            runs.append({"jobs": jobs, "comparers": comparers, "seconds": seconds, "statuses": statuses})
+            print(f"{len(items)} answers, {jobs} jobs, {comparers} comparers: {seconds:.1f} s, {statuses}", flush=True)
+            _print_breakdown(verdicts)
     base = runs[0]
     for run in runs[1:]:
         same = "the same statuses" if run["statuses"] == base["statuses"] else "OTHER statuses"
-        print(f"{run['jobs']} jobs against {base['jobs']}: {base['seconds'] / run['seconds']:.2f}x ({same})")
+        print(
+            f"{run['jobs']} jobs, {run['comparers']} comparers against {base['jobs']}, {base['comparers']}: "
+            f"{base['seconds'] / run['seconds']:.2f}x ({same})"
+        )
     return {"answers": len(items), "runs": runs}
 
 
@@ -927,9 +941,56 @@ def scale(args) -> dict:
     }
 
 
+CONTEXT_CHILD = """
+import sys, time, torch
+sys.stdout.write("ready\\n"); sys.stdout.flush()
+sys.stdin.readline()
+start = time.perf_counter()
+torch.empty(1, device="cuda")
+torch.cuda.synchronize()
+print(time.perf_counter() - start, flush=True)
+"""
+
+
+def contexts(args) -> dict:
+    """N processes, torch imported, make their CUDA contexts at the same moment: whether contexts
+    are made side by side or one after another (the driver's share of a small job's fixed cost)."""
+    runs = []
+    for count in args.counts:
+        children = [
+            subprocess.Popen(
+                [sys.executable, "-c", CONTEXT_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+            for _ in range(count)
+        ]
+        for child in children:
+            child.stdout.readline()
+        start = time.perf_counter()
+        for child in children:
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        each = sorted(float(child.communicate()[0]) for child in children)
+        wall = time.perf_counter() - start
+        runs.append({"processes": count, "wall_s": wall, "each_s": each})
+        print(
+            f"{count} contexts at once: {wall:.2f} s in all, each {each[0]:.2f}-{each[-1]:.2f} s "
+            f"(median {statistics.median(each):.2f}); {wall / count:.3f} s a context",
+            flush=True,
+        )
+    base = runs[0]
+    for run in runs[1:]:
+        print(
+            f"{run['processes']} at once against {base['processes']}: {run['wall_s'] / base['wall_s']:.2f}x the wall "
+            f"for {run['processes'] / base['processes']:.0f}x the contexts"
+        )
+    return {"runs": runs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("bench", choices=("repeatability", "throughput", "cache", "probe", "scale", "small"))
+    parser.add_argument(
+        "bench", choices=("repeatability", "throughput", "cache", "probe", "scale", "small", "contexts")
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--wrong", type=int, default=4)
@@ -961,6 +1022,15 @@ def main() -> None:
         default=[None],
         help="scale: timer_gather_s of each engine to run, e.g. default,2 (the first run is judged)",
     )
+    parser.add_argument(
+        "--comparers",
+        type=lambda s: s.split(","),
+        default=["kept"],
+        help="throughput --answers: comparer kinds to run, e.g. forked,kept (forked: a process per job)",
+    )
+    parser.add_argument(
+        "--counts", type=lambda s: [int(c) for c in s.split(",")], default=[1, 4, 16], help="contexts: processes"
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     benches = {
@@ -970,6 +1040,7 @@ def main() -> None:
         "probe": probe,
         "scale": scale,
         "small": small,
+        "contexts": contexts,
     }
     result = benches[args.bench](args)
     if args.json:

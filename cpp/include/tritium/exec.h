@@ -26,7 +26,8 @@ struct RunnerOptions {
   std::string device = "cpu";      // "cpu" or "cuda"
   double timeout_s = 60;           // per task, from request to answer
   unsigned seed = 0;               // torch.manual_seed before building the model and the inputs
-  std::string role = "reference";  // "reference" runs task code only, "candidate" candidates only
+  std::string role = "reference";  // "reference" runs task code only, "candidate" candidates only,
+                                   // "comparer" compares one slot's outputs, in process
   int threads = 0;                 // torch CPU threads per worker (0: torch's default)
 };
 
@@ -111,6 +112,8 @@ struct EngineOptions {
   bool timing = true;                   // on a GPU: time the candidate and the references
   double timer_gather_s = 1.5;          // a timer ready to time waits up to this long for others to
                                         // time after the same drain of the GPU's sharers (timing.py)
+  bool fork_comparers = false;          // a comparer process (and CUDA context) for each job, instead of
+                                        // one per slot serving its jobs in turn (the comparison baseline)
   bool lazy_reference_timing = false;   // time a task's references only once a candidate of it is
                                         // correct (RL batches: most tasks get none); otherwise as
                                         // soon as its outputs exist, beside its candidates' checks

@@ -712,7 +712,11 @@ struct Engine::Impl {
       }
     exec::Reply reply = worked.get();
     channel.close();
-    return {std::move(reply), compared.get()};
+    exec::Reply comparison = compared.get();
+    // A comparer that serves its slot's jobs in one process ends after a job that left its CUDA
+    // context or memory in doubt: stopped here, it is started afresh for the next job.
+    if (comparison.kind == exec::Reply::Kind::ok && comparison.body.value("runner_exits", false)) comparer.stop();
+    return {std::move(reply), std::move(comparison)};
   }
 
   Json tolerances() const {
@@ -887,6 +891,7 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     impl->slots.push_back(std::make_unique<exec::Runner>(runner_options));
     auto comparer_options = trusted;
     comparer_options.device = runner_options.device;
+    if (!options.fork_comparers) comparer_options.role = "comparer";  // its context kept across jobs
     impl->comparers.push_back(std::make_unique<exec::Runner>(comparer_options));
   }
   // What jobs may hold at once: most of the GPU's free memory (of the first GPU: slots spread over

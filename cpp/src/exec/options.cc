@@ -38,7 +38,7 @@ Result<EngineOptions> engine_options_from_json(const Json& json) {
   r.read("timing", o.timing).read("cache", o.cache).read("work_dir", o.work_dir).read("memory_gb", o.memory_gb);
   r.read("reference_cache_gb", o.reference_cache_gb).read("keep_files", o.keep_files);
   r.read("unsafe_sandbox", o.unsafe_sandbox).read("timer_gather_s", o.timer_gather_s);
-  r.read("lazy_reference_timing", o.lazy_reference_timing);
+  r.read("lazy_reference_timing", o.lazy_reference_timing).read("fork_comparers", o.fork_comparers);
   if (auto e = r.done()) return *e;
   if (auto error = engine_options_error(o)) return Error{"engine options: " + *error};
   return o;
@@ -61,7 +61,8 @@ Json to_json(const EngineOptions& o) {
           {"keep_files", o.keep_files},
           {"unsafe_sandbox", o.unsafe_sandbox},
           {"timer_gather_s", o.timer_gather_s},
-          {"lazy_reference_timing", o.lazy_reference_timing}};
+          {"lazy_reference_timing", o.lazy_reference_timing},
+          {"fork_comparers", o.fork_comparers}};
 }
 
 }  // namespace tritium

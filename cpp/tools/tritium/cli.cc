@@ -142,6 +142,9 @@ void add_engine_flags(CLI::App* app, EngineFlags& f) {
                   "Seconds a candidate ready to be timed waits for others to time after the same drain of the GPU")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app->add_flag("--fork-comparers", f.engine.fork_comparers,
+                "Fork a comparer process, with its own CUDA context, for each candidate instead of keeping one "
+                "per slot (the comparison baseline)");
   app->add_flag("--lazy-reference-timing", f.engine.lazy_reference_timing,
                 "Time a task's eager and torch.compile references only once one of its candidates is correct "
                 "(RL batches, where most tasks get none); by default they are timed beside the checks");

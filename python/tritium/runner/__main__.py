@@ -1,7 +1,11 @@
 """Entry point: python -m tritium.runner --channel-fd FD [--device cpu|cuda] [--role ...].
 
 A runner has one role: `reference` runs task code only (checks and reference outputs: the trusted
-side), `candidate` runs candidates only, each in a sandboxed worker.
+side), `candidate` runs candidates only, each in a sandboxed worker, and `comparer` compares one
+slot's candidates' outputs with the task's, job after job in its own process, whose CUDA context is
+made once: a context costs about 2 s of a small job's 4-5 s when many are made at once
+(docs/engine.md). It exits after a job that leaves its context or memory in doubt; the engine
+starts another.
 """
 
 import argparse
@@ -75,7 +79,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m tritium.runner")
     parser.add_argument("--channel-fd", type=int, required=True)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--role", choices=("reference", "candidate"), default="reference")
+    parser.add_argument("--role", choices=("reference", "candidate", "comparer"), default="reference")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads per worker (0: torch's default)")
     parser.add_argument("--parent-pid", type=int, default=0, help="the engine's pid: gone already, the runner exits")
     args = parser.parse_args()
@@ -84,7 +88,7 @@ def main() -> int:
     channel = socket.socket(fileno=args.channel_fd)
 
     from . import protocol
-    from .worker import run_in_worker
+    from .worker import run_in_worker, serve_in_process
 
     if args.threads > 0:
         import torch
@@ -101,6 +105,12 @@ def main() -> int:
             seed = DriverSeed()
         warm_up()
         handlers = {"evaluate": evaluate}
+    elif args.role == "comparer":
+        from .compare import compare
+        from .reference import warm_up
+
+        warm_up()
+        handlers = {"compare": compare}
     else:
         from .compare import compare
         from .reference import footprint, reference, time_reference, warm_up
@@ -124,12 +134,16 @@ def main() -> int:
         return 1
     while (request := protocol.read_frame(channel)) is not None:
         handler = handlers.get(request.get("op"))
+        healthy = True
         if handler is None:
             answer = {
                 "ok": False,
                 "stage": "runner",
                 "error": f"op {request.get('op')!r} is not served by a {args.role} runner",
             }
+        elif args.role == "comparer":
+            answer, healthy = serve_in_process(handler, request)
+            answer["runner_exits"] = not healthy  # the engine starts another for the slot's next job
         else:
             if seed is not None and seed.done():  # every worker forked from here writes it into its cache
                 from . import sandbox
@@ -137,6 +151,8 @@ def main() -> int:
                 sandbox.triton_seed, seed = seed.files(), None
             answer = run_in_worker(handler, request, request.get("timeout_s"))
         protocol.write_frame(channel, answer)
+        if not healthy:
+            break
     return 0
 
 

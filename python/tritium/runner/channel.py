@@ -72,6 +72,30 @@ class _End:
         self.pending = b""
         self.socket_path, self.device_bytes = spec.get("socket"), int(spec.get("device_bytes", 0))
         self.device_buffer: SharedDeviceBuffer | None = None  # the halves, once moved to the device
+        self.pinned = 0  # the host buffer's address while page-locked
+
+    def close(self) -> bool:
+        """Lets go of what this end holds: descriptors, mappings, page locks, device halves (a
+        comparer serving many jobs in one process). False when the host buffer is still viewed by a
+        tensor and stays mapped: the process must not go on to another job."""
+        if self.device_buffer is not None:
+            self.device_buffer.close()
+            self.device_buffer = None
+        if self.pinned:
+            with contextlib.suppress(Exception):
+                torch.cuda.cudart().cudaHostUnregister(self.pinned)
+            self.pinned = 0
+        for fd in (self.out_fd, self.in_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.out_fd = self.in_fd = -1
+        if self.buffer is not None:
+            try:
+                self.buffer.close()
+            except BufferError:
+                return False
+            self.buffer = None
+        return True
 
     def halves(self) -> tuple[torch.Tensor, int]:
         """The buffer the chunks cross (device memory once moved there, else the host's) and a half's bytes."""
@@ -89,9 +113,13 @@ class _End:
         if self.buffer is None or os.environ.get("TRITIUM_CHANNEL_PIN", "1") == "0":
             return False
         try:
-            return torch.cuda.cudart().cudaHostRegister(self.host().data_ptr(), self.size, 0) == 0
+            address = self.host().data_ptr()
+            if torch.cuda.cudart().cudaHostRegister(address, self.size, 0) != 0:
+                return False
         except Exception:  # noqa: BLE001 - a runtime without the call: pageable copies
             return False
+        self.pinned = address
+        return True
 
     def host(self) -> torch.Tensor:
         """The buffer as bytes on the host (a view, not a copy)."""

@@ -198,15 +198,30 @@ def _own_errors(request: dict) -> dict:
 
 
 def compare(request: dict) -> dict:
-    """Serves one candidate's channel until its worker is done or gone; answers every set's result."""
+    """Serves one candidate's channel until its worker is done or gone; answers every set's result.
+    Everything it held is let go before it returns ("released" false where the channel's buffer
+    could not be: a comparer serving many jobs in one process then ends)."""
     answer = {"ok": False, "sets": [], "done": False, "ill_conditioned_factor": ILL_CONDITIONED_FACTOR, "phases_ms": {}}
-    phases = answer["phases_ms"]
     if "forked_at" in request:
-        add_since(phases, "startup", request["forked_at"])
+        add_since(answer["phases_ms"], "startup", request["forked_at"])
+    try:
+        end = ComparerEnd(request["channel"])
+    except OSError as exc:
+        return {**answer, "error": f"the comparer could not start: {exc}"}
+    try:
+        result = _serve(request, end, answer)
+    except BaseException:
+        end.close()
+        raise
+    result["released"] = end.close()
+    return result
+
+
+def _serve(request: dict, end: ComparerEnd, answer: dict) -> dict:
+    phases = answer["phases_ms"]
     deadline = time.monotonic() + float(request.get("timeout_s", 600))
     try:
         with phase(phases, "build"):
-            end = ComparerEnd(request["channel"])
             module, model, _, device, seed, context, gpu = reference.build(request)
         phases.update(context)
     except (TaskFailure, OSError) as exc:

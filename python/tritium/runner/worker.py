@@ -1,4 +1,5 @@
-"""One forked worker per request: whatever the request does, the runner survives it.
+"""One forked worker per request: whatever the request does, the runner survives it. (Or, for a
+comparer's trusted work, the request served in the runner itself: serve_in_process.)
 
 The worker leads its own session (so its own process group), so a timeout kills it and everything it
 started, and the scheduler's autogroups share the CPU between sessions, not processes: a fork bomb
@@ -9,6 +10,7 @@ A request with a "sandbox" spec is run inside sandbox.enter() (namespaces, rlimi
 
 import faulthandler
 import functools
+import gc
 import json
 import os
 import selectors
@@ -193,6 +195,29 @@ def _wait(pid: int, collector: _Collector, deadline: float | None) -> tuple[int 
         # Descendants that escaped may keep the pipes open: stop shortly after the worker exits.
         if status is not None and (not open_pipes or now - exited_at > _REAP_GRACE_S):
             return status, False
+
+
+def serve_in_process(handler, request: dict) -> tuple[dict, bool]:
+    """handler(request) in this process, for trusted work that gains from what the process keeps
+    (a comparer's CUDA context: made once per slot instead of once per job). (answer, whether the
+    process may serve another request): not after a CUDA error, which sticks to the context, nor
+    when the handler could not let go of what it held (its answer says "released": false)."""
+    request["forked_at"] = time.perf_counter()
+    try:
+        result = handler(request)
+    except BaseException as exc:  # noqa: BLE001 - the runner must always answer
+        result = {"ok": False, "stage": "runner", "error": f"runner error: {type(exc).__name__}: {exc}"}
+    healthy = result.get("released", True) is not False
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        try:
+            torch.cuda.synchronize()
+            gc.collect()
+            torch.cuda.empty_cache()
+        except Exception:  # noqa: BLE001 - a fault from this job's work: the context is lost
+            healthy = False
+    result["output_tail"] = ""
+    return result, healthy
 
 
 def run_in_worker(handler, request: dict, timeout_s: float | None = None) -> dict:

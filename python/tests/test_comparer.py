@@ -1,0 +1,69 @@
+"""A slot's comparer serves its jobs in one process (runner role `comparer`), whose CUDA context is
+made once; after a job that leaves the process in doubt it ends, and the engine starts another."""
+
+import os
+import signal
+import time
+
+from test_engine import item
+
+import tritium
+from tritium.runner.worker import serve_in_process
+
+
+def comparer_pids() -> list[int]:
+    """This process's comparer runners (the engine runs in it)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if parent == os.getpid() and b"--role" in args and args[args.index(b"--role") + 1] == b"comparer":
+            found.append(int(entry))
+    return found
+
+
+def test_a_request_served_in_process_answers_from_this_process():
+    answer, healthy = serve_in_process(lambda r: {"ok": True, "pid": os.getpid(), "seen": r["x"]}, {"x": 3})
+    assert answer["ok"] and answer["pid"] == os.getpid() and answer["seen"] == 3 and healthy
+
+
+def test_a_handler_that_could_not_let_go_ends_the_process_after_answering():
+    answer, healthy = serve_in_process(lambda r: {"ok": True, "released": False}, {})
+    assert answer["ok"] and not healthy
+
+
+def test_a_handler_that_raises_is_answered_and_the_process_serves_on():
+    def broken(request):
+        raise ValueError("the comparer's own bug")
+
+    answer, healthy = serve_in_process(broken, {})
+    assert not answer["ok"] and answer["stage"] == "runner" and "the comparer's own bug" in answer["error"]
+    assert healthy  # nothing on a device was touched
+
+
+def test_one_comparer_process_serves_the_slots_jobs_and_a_killed_one_is_replaced():
+    engine = tritium.Engine(device="cpu", jobs=1, static_check=False, seed=5)
+    wrong, honest = item("wrong_kernel.py"), item("honest_relu.py")
+    first = engine.evaluate([honest, wrong])
+    (pid,) = comparer_pids()
+    again = engine.evaluate([{**honest, "id": "again", "rerun": True}, {**wrong, "id": "wrong again", "rerun": True}])
+    assert [v["status"] for v in first] == [v["status"] for v in again] == ["correct", "incorrect"]
+    assert comparer_pids() == [pid]  # the same process judged all four
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    (after,) = engine.evaluate([{**honest, "id": "after the kill", "rerun": True}])
+    assert after["status"] == "correct", after["message"]
+    (replacement,) = comparer_pids()
+    assert replacement != pid
+
+
+def test_forked_comparers_judge_alike():
+    engine = tritium.Engine(device="cpu", jobs=1, static_check=False, seed=5, fork_comparers=True)
+    verdicts = engine.evaluate([item("honest_relu.py"), item("wrong_kernel.py")])
+    assert [v["status"] for v in verdicts] == ["correct", "incorrect"]
+    assert comparer_pids() == []  # its runners are trusted ones, forking a worker per job
