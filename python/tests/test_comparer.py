@@ -51,9 +51,14 @@ def test_one_comparer_process_serves_the_slots_jobs_and_a_killed_one_is_replaced
     wrong, honest = item("wrong_kernel.py"), item("honest_relu.py")
     first = engine.evaluate([honest, wrong])
     (pid,) = comparer_pids()
-    again = engine.evaluate([{**honest, "id": "again", "rerun": True}, {**wrong, "id": "wrong again", "rerun": True}])
-    assert [v["status"] for v in first] == [v["status"] for v in again] == ["correct", "incorrect"]
-    assert comparer_pids() == [pid]  # the same process judged all four
+    held = len(os.listdir(f"/proc/{pid}/fd"))
+    again = engine.evaluate(
+        [{**honest, "id": f"again {k}", "rerun": True} for k in range(3)] + [{**wrong, "rerun": True}]
+    )
+    assert [v["status"] for v in first] == ["correct", "incorrect"]
+    assert [v["status"] for v in again] == ["correct"] * 3 + ["incorrect"]
+    assert comparer_pids() == [pid]  # the same process judged all six
+    assert len(os.listdir(f"/proc/{pid}/fd")) == held  # each job's channel let go
     os.kill(pid, signal.SIGKILL)
     time.sleep(0.5)
     (after,) = engine.evaluate([{**honest, "id": "after the kill", "rerun": True}])
