@@ -5,7 +5,7 @@ import os
 import signal
 import time
 
-from test_engine import item
+from test_engine import RUNTIME, item
 
 import tritium
 from tritium.runner.worker import serve_in_process
@@ -65,6 +65,14 @@ def test_one_comparer_process_serves_the_slots_jobs_and_a_killed_one_is_replaced
     assert after["status"] == "correct", after["message"]
     (replacement,) = comparer_pids()
     assert replacement != pid
+
+
+def test_a_task_that_changes_torchs_defaults_at_import_does_not_change_the_next_comparison():
+    engine = tritium.Engine(device="cpu", jobs=1, static_check=False, seed=5)
+    changer = item("honest_relu.py", task=RUNTIME / "tasks" / "default_dtype_at_import.py", id="the changer")
+    verdicts = engine.evaluate([changer, item("honest_relu.py", id="next")])
+    assert len(comparer_pids()) == 1  # one process compared both
+    assert verdicts[1]["status"] == "correct", verdicts[1]["message"]
 
 
 def test_forked_comparers_judge_alike():

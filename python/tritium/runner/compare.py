@@ -209,12 +209,46 @@ def compare(request: dict) -> dict:
     except OSError as exc:
         return {**answer, "error": f"the comparer could not start: {exc}"}
     try:
-        result = _serve(request, end, answer)
+        with _torch_settings_kept():
+            result = _serve(request, end, answer)
     except BaseException:
         end.close()
         raise
     result["released"] = end.close()
     return result
+
+
+@contextlib.contextmanager
+def _torch_settings_kept():
+    """torch's process-wide settings restored after the job: the task's module runs here when it is
+    loaded and may change them (a default dtype of float64 made the next task's expected outputs
+    float64), and this process compares its slot's next job too."""
+    cuda, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    saved = (
+        torch.get_default_dtype(),
+        torch.get_default_device(),
+        torch.is_grad_enabled(),
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.get_float32_matmul_precision(),
+        torch.get_num_threads(),
+        cuda.allow_tf32,
+        cudnn.allow_tf32,
+        cudnn.benchmark,
+        cudnn.deterministic,
+    )
+    try:
+        yield
+    finally:
+        dtype, device, grad, deterministic, warn_only, precision, threads, *flags = saved
+        torch.set_default_dtype(dtype)
+        if torch.get_default_device() != device:  # None, for the CPU: no device mode left installed
+            torch.set_default_device(None if device.type == "cpu" else device)
+        torch.set_grad_enabled(grad)
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        torch.set_float32_matmul_precision(precision)
+        torch.set_num_threads(threads)
+        cuda.allow_tf32, cudnn.allow_tf32, cudnn.benchmark, cudnn.deterministic = flags
 
 
 def _serve(request: dict, end: ComparerEnd, answer: dict) -> dict:
