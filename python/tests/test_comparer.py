@@ -3,6 +3,7 @@ made once; after a job that leaves the process in doubt it ends, and the engine 
 
 import os
 import signal
+import sys
 import time
 
 from test_engine import RUNTIME, item
@@ -73,6 +74,30 @@ def test_a_task_that_changes_torchs_defaults_at_import_does_not_change_the_next_
     verdicts = engine.evaluate([changer, item("honest_relu.py", id="next")])
     assert len(comparer_pids()) == 1  # one process compared both
     assert verdicts[1]["status"] == "correct", verdicts[1]["message"]
+
+
+# The runners' interpreter, as the engine starts it (`python -m tritium.runner ...`), with the
+# comparer's end made unable to let go of its buffer: every comparer must then exit after its job.
+HOLDING_PYTHON = """#!/bin/sh
+exec {python} -c '
+import runpy, sys
+from tritium.runner.channel import ComparerEnd
+close = ComparerEnd.close
+ComparerEnd.close = lambda self: close(self) and False
+sys.argv = ["tritium.runner"] + sys.argv[3:]
+runpy.run_module("tritium.runner", run_name="__main__", alter_sys=True)
+' "$@"
+"""
+
+
+def test_a_comparer_that_cannot_let_go_exits_and_the_next_job_gets_another(tmp_path):
+    python = tmp_path / "python"
+    python.write_text(HOLDING_PYTHON.format(python=sys.executable))
+    python.chmod(0o755)
+    engine = tritium.Engine(device="cpu", jobs=1, static_check=False, seed=5, python=str(python))
+    verdicts = engine.evaluate([item("honest_relu.py", id=f"relu {k}", rerun=True) for k in range(3)])
+    assert [v["status"] for v in verdicts] == ["correct"] * 3, [v["message"] for v in verdicts]
+    assert comparer_pids() == []  # each exited after its job; the engine started one for the next
 
 
 def test_forked_comparers_judge_alike():
