@@ -67,6 +67,11 @@ def _close_inherited(keep: int) -> None:
             pass  # the descriptor listdir itself used, gone already
 
 
+def _runner_error(exc: BaseException) -> dict:
+    """The answer for a request whose handler raised: the runner's failure, not the task's."""
+    return {"ok": False, "stage": "runner", "error": f"runner error: {type(exc).__name__}: {exc}"}
+
+
 def _child(handler, request: dict, result_fd: int, output_fd: int, timeout_s: float | None) -> None:
     """Runs in the forked process; never returns."""
     me = os.getpid()
@@ -92,7 +97,7 @@ def _child(handler, request: dict, result_fd: int, output_fd: int, timeout_s: fl
             stacks()
             result = handler(request)
         except BaseException as exc:  # noqa: BLE001 - the worker must always answer
-            result = {"ok": False, "stage": "runner", "error": f"runner error: {type(exc).__name__}: {exc}"}
+            result = _runner_error(exc)
         # The sandbox's own PID 1 answers, also when entering failed after it was made.
         me = sandbox.answering_pid(me)
         if os.getpid() != me:  # a process the request forked came back here: it must not answer
@@ -206,7 +211,7 @@ def serve_in_process(handler, request: dict) -> tuple[dict, bool]:
     try:
         result = handler(request)
     except BaseException as exc:  # noqa: BLE001 - the runner must always answer
-        result = {"ok": False, "stage": "runner", "error": f"runner error: {type(exc).__name__}: {exc}"}
+        result = _runner_error(exc)
     healthy = result.get("released", True) is not False
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
