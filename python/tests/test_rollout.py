@@ -112,3 +112,58 @@ def test_compiled_calls_padded_to_a_minimum_width_keep_one_shape_and_their_token
     assert shapes[:3] == [(1, 256), (1, 256), (1, 512)]  # in steps of WIDTH_STEP, as wide as each call needs
     assert shapes[3:] == [(1, 512)] * 3  # one shape for every call
     assert fixed == free  # left padding changes no token
+
+
+def test_the_decode_attention_reads_each_key_value_head_for_its_own_query_heads(tiny):
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from tritium.train.rollout import _gqa_decode_attention
+
+    model, _, _ = tiny
+    layer = model.model.layers[0].self_attn
+    assert layer.num_key_value_groups == 2  # the tiny model's 4 query heads share 2 key/value heads
+    torch.manual_seed(0)
+    batch, keys, dim = 3, 11, layer.head_dim
+    key, value = torch.randn(batch, 2, keys, dim), torch.randn(batch, 2, keys, dim)
+    mask = torch.ones(batch, 1, 1, keys, dtype=torch.bool)
+    mask[0, ..., :4] = False  # left padding
+    mask[1, ..., 7:] = False  # a static cache's slots not yet written
+    for queries in (1, 5):  # a decode step, then a prefill (delegated as it is)
+        query = torch.randn(batch, 4, queries, dim)
+        step_mask = mask.expand(batch, 1, queries, keys)
+        ours, _ = _gqa_decode_attention(layer, query, key, value, step_mask, scaling=layer.scaling)
+        theirs, _ = sdpa_attention_forward(layer, query, key, value, step_mask, scaling=layer.scaling)
+        assert ours.shape == theirs.shape == (batch, queries, 4, dim)
+        torch.testing.assert_close(ours, theirs)
+    # Query head h reads key/value head h // 2: with the heads paired the other way the outputs differ.
+    swapped, _ = _gqa_decode_attention(layer, query[:, [0, 2, 1, 3], :1], key, value, mask, scaling=layer.scaling)
+    assert not torch.allclose(swapped[:, :, [0, 2, 1, 3]], theirs[:, :1])
+
+
+def test_compiled_rollouts_decode_through_the_gqa_attention_and_give_the_model_its_own_back(tiny):
+    from transformers import AttentionInterface
+
+    from tritium.train import rollout
+
+    model, tokenizer, prompts = tiny
+    encoded = [tokenizer(p)["input_ids"][:n] for p, n in zip(prompts, (20, 33, 47))]  # a padded batch
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    packed_steps = []
+
+    def counted(module, query, *args, **kwargs):
+        packed_steps.append(query.shape[2] == 1)
+        return rollout._gqa_decode_attention(module, query, *args, **kwargs)
+
+    AttentionInterface.register(rollout.GQA_DECODE, counted)
+    try:
+        ours = completion_ids(model, encoded, 1, 12, 0.0, 1.0, eos, pad, "compiled")
+    finally:
+        AttentionInterface.register(rollout.GQA_DECODE, rollout._gqa_decode_attention)
+    assert model.config._attn_implementation == "sdpa"
+    theirs = completion_ids(
+        model, encoded, 1, 12, 0.0, 1.0, eos, pad, "compiled", options={"attn_implementation": "sdpa"}
+    )
+    assert sum(packed_steps) >= 11 * len(model.model.layers)  # every decode step of every layer
+    assert ours == theirs
+    with pytest.raises(ValueError, match="unknown options"):
+        completion_ids(model, encoded, 1, 4, 0.0, 1.0, eos, pad, "compiled", options={"use_cuda_graph": False})

@@ -7,7 +7,9 @@ where one ended it):
   sequences replaced by waiting ones at every step), so no sample waits on the slowest one;
 - "compiled": the static batch over a static KV cache, whose decode step transformers compiles
   (torch.compile with CUDA graphs) once per shape; prompt widths are padded to steps of
-  WIDTH_STEP so that the calls of one config repeat their shapes.
+  WIDTH_STEP so that the calls of one config repeat their shapes. Its attention is GQA_DECODE:
+  transformers' SDPA attention, except that a decode step reads the cache's key/value heads as they
+  are instead of copies repeated to the query heads' count (see _gqa_decode_attention).
 On the H200 (2026-12-02; transformers 5.17, torch 2.11, float32, SmolLM2-135M's architecture,
 no flash-attention package, up to 512 new tokens, python/benchmarks/rollout_bench.py), tokens/s:
 64 sequences: generate 1,363; compiled 469 on its first call (the compile) and 1,616 on the next;
@@ -26,10 +28,12 @@ floating-point ties. An eval's greedy answers can share its sampled answers' sta
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList
+from transformers import AttentionInterface, AttentionMaskInterface, LogitsProcessor, LogitsProcessorList
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from . import data
 
@@ -46,6 +50,41 @@ CONTINUOUS: dict = {
     "max_batch_tokens": 2048,
     "warmup": False,
 }
+
+
+GQA_DECODE = "tritium_gqa_decode"  # the attention "compiled" decodes with (registered below)
+
+
+def _gqa_decode_attention(
+    module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kwargs
+):
+    """transformers' SDPA attention, except for one query token of grouped-query attention (a decode
+    step): the query heads that share a key/value head are given to SDPA as that head's queries,
+    (batch, kv_heads, group, dim), so it reads the cache as it is. transformers instead repeats each
+    key/value head to the query heads' count whenever a mask is given (always in a padded batch), and
+    under torch.compile: a copy of the whole static cache (its padded length included), 3 times its size
+    for SmolLM2, written and read again at every step of every layer."""
+    groups = getattr(module, "num_key_value_groups", 1)
+    one_token = query.shape[2] == 1
+    mask_shared = attention_mask is None or (attention_mask.ndim == 4 and attention_mask.shape[1] == 1)
+    if groups == 1 or not one_token or not mask_shared or kwargs.get("position_bias") is not None:
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs
+        )
+    batch, heads, _, dim = query.shape
+    out = torch.nn.functional.scaled_dot_product_attention(  # the mask, (batch, 1, 1, keys), fits every group
+        query.reshape(batch, heads // groups, groups, dim),  # head h reads key/value head h // groups, as repeated
+        key,
+        value,
+        attn_mask=attention_mask,
+        dropout_p=dropout,
+        scale=scaling,
+    )
+    return out.reshape(batch, heads, 1, dim).transpose(1, 2).contiguous(), None  # (batch, 1, heads, dim)
+
+
+AttentionInterface.register(GQA_DECODE, _gqa_decode_attention)
+AttentionMaskInterface.register(GQA_DECODE, AttentionMaskInterface()["sdpa"])  # it takes SDPA's masks
 
 
 def resolve(generator: str) -> str:
@@ -97,6 +136,7 @@ def _static(
     compiled: bool = False,
     greedy_too: bool = False,
     min_width: int = 0,
+    attention: str | None = None,
 ) -> list[list[int]]:
     width = max(len(ids) for ids in encoded)
     if compiled:  # prompt widths in steps of WIDTH_STEP, at least min_width: calls of one config repeat their shapes
@@ -110,25 +150,46 @@ def _static(
     if greedy_too and sampling.get("do_sample"):  # each prompt's last row
         greedy = torch.tensor([k == samples for _ in encoded for k in range(per_prompt)], device=device)
         extra["logits_processor"] = LogitsProcessorList([_GreedyRows(greedy)])
-    out = model.generate(
-        input_ids=inputs,
-        attention_mask=mask,
-        max_new_tokens=max_new_tokens,
-        pad_token_id=pad,
-        eos_token_id=eos,
-        **sampling,
-        **extra,
-    )
+    with _attention(model, attention):
+        out = model.generate(
+            input_ids=inputs,
+            attention_mask=mask,
+            max_new_tokens=max_new_tokens,
+            pad_token_id=pad,
+            eos_token_id=eos,
+            **sampling,
+            **extra,
+        )
     return [_until_eos(row, eos, pad) for row in out[:, width:].tolist()]
 
 
+@contextlib.contextmanager
+def _attention(model, implementation: str | None):
+    """The model runs with `implementation` (None: its own) and gets its own back: training needs it.
+    Only a model whose own attention is SDPA's changes (GQA_DECODE stands in for SDPA alone)."""
+    own = model.config._attn_implementation
+    change = implementation is not None and implementation != own and (own == "sdpa" or implementation == "sdpa")
+    if change:
+        model.set_attn_implementation(implementation)
+    try:
+        yield
+    finally:
+        if change:
+            model.set_attn_implementation(own)
+
+
 def _compiled(
-    model, encoded, samples, max_new_tokens, sampling, eos, pad, greedy_too=False, min_width=0
+    model, encoded, samples, max_new_tokens, sampling, eos, pad, greedy_too=False, min_width=0, options=None
 ) -> list[list[int]]:
     """A static batch over a static KV cache: on a GPU, transformers compiles the decode step
     (torch.compile, CUDA graphs), once per shape: prompts padded to `min_width` or more keep the
-    calls of a run at one shape."""
-    return _static(model, encoded, samples, max_new_tokens, sampling, eos, pad, True, greedy_too, min_width)
+    calls of a run at one shape. The model's SDPA attention decodes as GQA_DECODE, unless `options`
+    give another `attn_implementation` (benchmarks: "sdpa", transformers' own)."""
+    attention = (options or {}).get("attn_implementation", GQA_DECODE)
+    unknown = set(options or {}) - {"attn_implementation"}
+    if unknown:
+        raise ValueError(f"rollout generator 'compiled': unknown options {sorted(unknown)}")
+    return _static(model, encoded, samples, max_new_tokens, sampling, eos, pad, True, greedy_too, min_width, attention)
 
 
 @torch.no_grad()
@@ -202,16 +263,17 @@ def completion_ids(
 ) -> list[list[int]]:
     """`samples` completions of each prompt (token ids, prompt-major), EOS kept, no padding; `eos`
     one stop token or several. The model is in eval mode for the call and back in its former mode
-    after it. `options`: "continuous" only, its settings in place of CONTINUOUS (benchmarks).
+    after it. `options` (benchmarks): "continuous", its settings in place of CONTINUOUS; "compiled",
+    {"attn_implementation": NAME} in place of GQA_DECODE.
     `greedy_too`: each prompt's `samples` completions are followed by a greedy one, decoded in the
     same static batch ("continuous": in a second call). `min_width`: "compiled" only, the prompts
     padded to at least that many tokens (one shape, one compile, for all of a run's calls)."""
     run = {"continuous": _continuous, "compiled": _compiled, "generate": _static}[resolve(generator)]
     extra = {"min_width": min_width} if run is _compiled and min_width else {}
     if options is not None:
-        if run is not _continuous:
+        if run is _static:
             raise ValueError(f"rollout generator {generator!r} takes no options")
-        extra = {"options": options}
+        extra["options"] = options
     training = model.training
     model.eval()
     try:
