@@ -9,7 +9,9 @@ where one ended it):
   (torch.compile with CUDA graphs) once per shape; prompt widths are padded to steps of
   WIDTH_STEP so that the calls of one config repeat their shapes. Its attention is GQA_DECODE:
   transformers' SDPA attention, except that a decode step reads the cache's key/value heads as they
-  are instead of copies repeated to the query heads' count (see _gqa_decode_attention).
+  are instead of copies repeated to the query heads' count (see _gqa_decode_attention): on an H100
+  (2026-12-05, bfloat16, 256 sequences, the benchmark below) 11,694 tokens/s against 5,923 with
+  transformers' own attention (1.97x) and float32 `generate`'s 2,032 (5.8x).
 On the H200 (2026-12-02; transformers 5.17, torch 2.11, float32, SmolLM2-135M's architecture,
 no flash-attention package, up to 512 new tokens, python/benchmarks/rollout_bench.py), tokens/s:
 64 sequences: generate 1,363; compiled 469 on its first call (the compile) and 1,616 on the next;
