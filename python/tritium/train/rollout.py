@@ -167,16 +167,15 @@ def _static(
 
 @contextlib.contextmanager
 def _attention(model, implementation: str | None):
-    """The model runs with `implementation` (None: its own) and gets its own back: training needs it.
-    Only a model whose own attention is SDPA's changes (GQA_DECODE stands in for SDPA alone)."""
+    """The model runs with `implementation` (None: its own) and gets its own back, also where the
+    library switched it during the call (continuous batching may): training needs it."""
     own = model.config._attn_implementation
-    change = implementation is not None and implementation != own and (own == "sdpa" or implementation == "sdpa")
-    if change:
+    if implementation and implementation != own:
         model.set_attn_implementation(implementation)
     try:
         yield
     finally:
-        if change:
+        if model.config._attn_implementation != own:
             model.set_attn_implementation(own)
 
 
@@ -185,12 +184,15 @@ def _compiled(
 ) -> list[list[int]]:
     """A static batch over a static KV cache: on a GPU, transformers compiles the decode step
     (torch.compile, CUDA graphs), once per shape: prompts padded to `min_width` or more keep the
-    calls of a run at one shape. The model's SDPA attention decodes as GQA_DECODE, unless `options`
-    give another `attn_implementation` (benchmarks: "sdpa", transformers' own)."""
-    attention = (options or {}).get("attn_implementation", GQA_DECODE)
-    unknown = set(options or {}) - {"attn_implementation"}
+    calls of a run at one shape. A model whose attention is SDPA's decodes with GQA_DECODE (which
+    stands in for SDPA alone), unless `options` give another `attn_implementation` (benchmarks:
+    "sdpa", transformers' own)."""
+    options = options or {}
+    unknown = set(options) - {"attn_implementation"}
     if unknown:
         raise ValueError(f"rollout generator 'compiled': unknown options {sorted(unknown)}")
+    default = GQA_DECODE if model.config._attn_implementation == "sdpa" else None
+    attention = options.get("attn_implementation", default)
     return _static(model, encoded, samples, max_new_tokens, sampling, eos, pad, True, greedy_too, min_width, attention)
 
 
@@ -225,19 +227,14 @@ def _continuous(
     levels = [q.level for q in quiet]
     for q in quiet:
         q.setLevel(logging.ERROR)
-    attention = model.config._attn_implementation
     try:
-        if attn and attn != attention:
-            model.set_attn_implementation(attn)
-        results = model.generate_batch(
-            rows, generation_config=config, continuous_batching_config=batching, progress_bar=False, warmup=warmup
-        )
+        with _attention(model, attn):
+            results = model.generate_batch(
+                rows, generation_config=config, continuous_batching_config=batching, progress_bar=False, warmup=warmup
+            )
     finally:
         for q, level in zip(quiet, levels):
             q.setLevel(level)
-        # The library may switch the model to a paged attention for the call; training needs its own back.
-        if model.config._attn_implementation != attention:
-            model.set_attn_implementation(attention)
     # Request ids are "req_<n>" in submission order; a failed request is an error, never a short sample.
     ordered = sorted(results.values(), key=lambda r: int(str(r.request_id).rsplit("_", 1)[-1]))
     failed = [r for r in ordered if getattr(r, "error", None)]
