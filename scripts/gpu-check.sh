@@ -25,8 +25,9 @@
 #   (seconds; default none) stops the run in time to pack what the stages it finished wrote.
 # ablation: python -m tritium.train.ablation on $TRAIN_CONFIG (its data, SFT and SFT eval done: a train call
 #   before it on the same warm machine), the schemes in ABLATION_REWARDS (default "hrd,blended"; one per
-#   call where a call cannot hold both arms), under TRAIN_LIMIT_S; the arms' logs, histories and verdicts
-#   in $OUT/ablation/ablation.tar.gz.
+#   call where a call cannot hold both arms), under TRAIN_LIMIT_S; ABLATION_STAGES ("rl" or "eval"; default
+#   both) splits an arm over two calls, ABLATION_STEPS sets every arm's RL steps; the arms' logs, histories
+#   and verdicts in $OUT/ablation/ablation.tar.gz.
 # train-parity: scripts/train-parity.sh on 1 and on all GPUs, with the tiny preset on the SFT data
 #   and tasks of $PARITY_RUN (default runs/h200; any run directory a data stage made: carry it).
 set -euo pipefail
@@ -89,7 +90,8 @@ for step in "${steps[@]}"; do
     ablation) mkdir -p "$OUT/ablation"; config="${TRAIN_CONFIG:-configs/h200.toml}"
               run_dir=$(run_dir_of "$config")
               timeout "${TRAIN_LIMIT_S:-0}" python3 -m tritium.train.ablation --config "$config" \
-                --rewards "${ABLATION_REWARDS:-hrd,blended}" >"$OUT/ablation/ablation.log" 2>&1 || true
+                --rewards "${ABLATION_REWARDS:-hrd,blended}" --stages "${ABLATION_STAGES:-rl,eval}" \
+                ${ABLATION_STEPS:+--steps "$ABLATION_STEPS"} >"$OUT/ablation/ablation.log" 2>&1 || true
               grep -E "^(ablation|rl|eval):" "$OUT/ablation/ablation.log" | tail -30
               [ -d "$run_dir/ablation" ] && tar czf "$OUT/ablation/ablation.tar.gz" -C "$run_dir" --exclude='checkpoint-*' ablation ;;
     train-parity) gpus=$(python3 -c "import torch; print(torch.cuda.device_count())"); run=${PARITY_RUN:-runs/h200}

@@ -2,6 +2,7 @@
 with the tiny model, then one report that sets SFT and the schemes side by side."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -45,6 +46,26 @@ def test_each_scheme_gets_its_own_rl_from_the_same_sft_and_one_report(tmp_path):
     bad = subprocess.run([*ablate, "--rewards", "hrd,nonsense"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "nonsense" in bad.stderr
 
+    # One arm over two invocations (a GPU call holds its RL or its eval): RL alone starts the arm
+    # over, so an earlier run's later checkpoint is not taken for this run's last; then its eval.
+    arm = out / "ablation" / "blended"
+    stale = arm / "rl" / "checkpoint-9"
+    stale.mkdir()
+    (stale / "config.json").write_text("{}")
+    split = [*ablate, "--rewards", "blended", "--steps", "1"]
+    r = subprocess.run([*split, "--stages", "rl"], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert not stale.exists() and (arm / "rl" / "checkpoint-1").is_dir()
+    assert not (arm / "eval" / "rl").exists() and "the report waits for the eval of blended" in r.stdout
+    r = subprocess.run([*split, "--stages", "eval"], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len((arm / "eval" / "rl" / "verdicts.jsonl").read_text().splitlines()) == 2
+    assert "ablation: blended against sft, pass@1 on 2 tasks: " in r.stdout
+    # An eval with no RL to evaluate is refused before any work.
+    shutil.rmtree(out / "ablation" / "hrd" / "rl")
+    r = subprocess.run([*ablate, "--stages", "eval"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "the hrd arm has no RL checkpoint" in r.stderr
+
 
 def test_an_arm_keeps_the_configs_reward_settings_and_sets_only_the_scheme():
     config = {"out": "runs/x", "stages": ["data", "sft", "rl", "eval"], "rl": {"reward": '{"alpha": 0.2}'}}
@@ -52,6 +73,8 @@ def test_an_arm_keeps_the_configs_reward_settings_and_sets_only_the_scheme():
     assert arm["stages"] == ["rl", "eval"] and arm["out"] == "runs/x/ablation/blended"
     assert json.loads(arm["rl"]["reward"]) == {"alpha": 0.2, "scheme": "blended"}
     assert config["rl"]["reward"] == '{"alpha": 0.2}'  # the run's config is not changed
+    split = arm_config(config, "runs/x/ablation/hrd", "hrd", ["eval"], steps=5)
+    assert split["stages"] == ["eval"] and split["rl"]["steps"] == 5
 
 
 def test_a_change_line_says_whether_the_change_is_beyond_its_interval():

@@ -1,5 +1,5 @@
-"""`python -m tritium.train.ablation --config FILE.toml [--rewards hrd,blended]`: RL from one SFT
-checkpoint once per reward scheme, on the same tasks, budget and seeds, then one report.
+"""`python -m tritium.train.ablation --config FILE.toml [--rewards hrd,blended] [--stages rl,eval] [--steps N]`:
+RL from one SFT checkpoint once per reward scheme, on the same tasks, budget and seeds, then one report.
 
 The ablation TritonRL's claim rests on (HRD against a blended reward, issue 24). The config's run
 must have its data and SFT stages done (its `out` holds the SFT checkpoint and its eval). Each
@@ -8,6 +8,11 @@ eval stages with `[rl] reward` set to the config's own reward config with that s
 in `OUT/ablation/report/` puts SFT and the schemes side by side, in that order, so its "Change from
 the run before" gives the first scheme against SFT and each next scheme against the one before,
 each with its paired bootstrap interval over the held-out tasks (docs/metrics.md).
+
+`--stages` splits an arm over several invocations (a GPU call of 10 minutes holds one arm's RL or its
+eval, not both): `rl` starts the arm's RL over (its earlier checkpoints and eval removed), `eval`
+evaluates the arm's latest RL checkpoint. The report is made once every named scheme has its eval.
+`--steps` sets every arm's RL steps (the same budget for each, whatever the machine's speed).
 """
 
 from __future__ import annotations
@@ -26,13 +31,18 @@ from .sft import latest_checkpoint
 SHARED = ("heldout.jsonl", "train_tasks.jsonl", "rl_tasks.jsonl", "sft.jsonl", "tasks.jsonl", "sft")
 
 
-def arm_config(config: dict, out: pathlib.Path, scheme: str) -> dict:
+STAGES = ("rl", "eval")
+
+
+def arm_config(config: dict, out: pathlib.Path, scheme: str, stages=STAGES, steps: int | None = None) -> dict:
     """The config of one scheme's arm: its own out, RL and eval only, the reward's scheme set."""
     arm = copy.deepcopy(config)
     arm["out"] = str(out)
-    arm["stages"] = ["rl", "eval"]
+    arm["stages"] = list(stages)
     rl = arm.setdefault("rl", {})
     rl["reward"] = json.dumps({**json.loads(rl.get("reward", "{}") or "{}"), "scheme": scheme})
+    if steps is not None:
+        rl["steps"] = steps
     arm.get("eval", {}).pop("base", None)  # the base model's eval, if any, is the run's
     return arm
 
@@ -46,8 +56,9 @@ def link_run(run: pathlib.Path, arm: pathlib.Path) -> None:
             link.symlink_to(source.resolve(), target_is_directory=source.is_dir())
 
 
-def ablate(config_path: str, schemes: list[str]) -> dict:
-    """Runs each scheme's arm, then the report; what it made: {arms, report, changes}."""
+def ablate(config_path: str, schemes: list[str], stages=STAGES, steps: int | None = None) -> dict:
+    """Runs each scheme's arm (its `stages`), then the report once every arm has its eval; what it
+    made: {arms, report, changes} (report None, changes empty, while an arm's eval is missing)."""
     from .__main__ import load_config, run_config, run_dir
 
     config = load_config(config_path)
@@ -57,19 +68,35 @@ def ablate(config_path: str, schemes: list[str]) -> dict:
         raise ValueError(f"{run} has no SFT checkpoint and SFT eval: run the config's data, sft and eval stages first")
     if len(set(schemes)) != len(schemes) or not schemes:
         raise ValueError(f"--rewards {','.join(schemes)}: name each scheme once")
+    if not stages or set(stages) - set(STAGES):
+        raise ValueError(f"--stages {','.join(stages)}: expected rl, eval or both")
+    if steps is not None and steps < 1:
+        raise ValueError(f"--steps {steps}: expected at least 1")
     for scheme in schemes:  # a bad name stops here, not after the first arm's RL
         api.reward_config(json.loads(arm_config(config, run, scheme)["rl"]["reward"]))
     root = run / "ablation"
-    inputs = root / "report-inputs"  # named copies: every arm's verdict file is eval/rl/verdicts.jsonl
-    inputs.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(sft_eval, inputs / "sft.jsonl")
+    if "rl" not in stages:  # checked for every arm before any eval runs
+        for scheme in schemes:
+            if latest_checkpoint(root / scheme / "rl", "config.json") is None:
+                raise ValueError(f"the {scheme} arm has no RL checkpoint: run its rl stage first")
     arms = {}
     for scheme in schemes:
         out = root / scheme
         link_run(run, out)
-        print(f"ablation: {scheme} in {out}", flush=True)
-        arms[scheme] = run_config(arm_config(config, out, scheme), f"{config_path} ({scheme})")
-        shutil.copyfile(out / "eval" / "rl" / "verdicts.jsonl", inputs / f"{scheme}.jsonl")
+        if "rl" in stages:  # a stale checkpoint of a longer run would be taken for this run's last
+            shutil.rmtree(out / "rl", ignore_errors=True)
+            shutil.rmtree(out / "eval" / "rl", ignore_errors=True)
+        print(f"ablation: {scheme} in {out} ({', '.join(stages)})", flush=True)
+        arms[scheme] = run_config(arm_config(config, out, scheme, stages, steps), f"{config_path} ({scheme})")
+    missing = [s for s in schemes if not (root / s / "eval" / "rl" / "verdicts.jsonl").exists()]
+    if missing:
+        print(f"ablation: the report waits for the eval of {', '.join(missing)}", flush=True)
+        return {"arms": arms, "report": None, "changes": []}
+    inputs = root / "report-inputs"  # named copies: every arm's verdict file is eval/rl/verdicts.jsonl
+    inputs.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(sft_eval, inputs / "sft.jsonl")
+    for scheme in schemes:
+        shutil.copyfile(root / scheme / "eval" / "rl" / "verdicts.jsonl", inputs / f"{scheme}.jsonl")
     samples = int(config.get("eval", {}).get("samples", SAMPLES))
     files = [inputs / "sft.jsonl"] + [inputs / f"{s}.jsonl" for s in schemes]
     report = api.report(files, root / "report", ks=pass_ks(samples))
@@ -97,9 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--config", required=True, help="the run's TOML file (its data and sft stages done)")
     parser.add_argument("--rewards", default="hrd,blended", help="reward schemes, comma-separated (docs/rewards.md)")
+    parser.add_argument("--stages", default="rl,eval", help="each arm's stages: rl, eval or both (default)")
+    parser.add_argument("--steps", type=int, help="every arm's RL steps (default: the config's)")
     args = parser.parse_args(argv)
     try:
-        ablate(args.config, [s for s in args.rewards.split(",") if s])
+        ablate(
+            args.config, [s for s in args.rewards.split(",") if s], [s for s in args.stages.split(",") if s], args.steps
+        )
     except (ValueError, FileNotFoundError) as e:
         print(f"tritium: error: {e}", file=sys.stderr)
         return 2
