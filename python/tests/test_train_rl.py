@@ -72,6 +72,7 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path, monkeypatch):
     assert record["reward_components"]["scalar"] == record["reward_mean"]
     assert set(record["seconds"]) == {"generate", "score", "update"} and min(record["seconds"].values()) > 0
     assert record["generate_tokens_per_s"] > 0 and record["update_tokens_per_s"] > 0
+    assert isinstance(record["score_phases_s"], dict)  # empty when no sample reached the engine's runners
     # TensorBoard holds the same figures, one scalar per step.
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -208,6 +209,18 @@ def test_prompts_rolled_out_in_one_batch_give_each_group_its_own_rollouts_and_ve
         assert torch.equal(together[0][g]["mask"], groups[0]["mask"])
         assert torch.allclose(together[0][g]["old"], groups[0]["old"], atol=1e-5)
         assert together[1][g]["statuses"] == stats[0]["statuses"] and together[1][g]["lengths"] == stats[0]["lengths"]
+
+
+def test_a_steps_score_phases_give_each_phase_its_median_and_sum_over_the_jobs_that_had_it():
+    stats = [
+        {"phases": [{"engine.job": 3000.0, "cuda_init": 1400.0, "mem.job_reserved_mib": 512.0}, {}]},
+        {"phases": [{"engine.job": 1000.0, "cuda_init": 600.0}, {"engine.job": 2000.0}]},
+    ]
+    phases = rl._score_phases(stats)
+    assert phases == {
+        "cuda_init": {"median": 1.0, "sum": 2.0, "jobs": 2},
+        "engine.job": {"median": 2.0, "sum": 6.0, "jobs": 3},
+    }
 
 
 def test_the_learning_signal_counts_groups_whose_samples_earned_different_rewards():

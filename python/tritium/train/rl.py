@@ -25,6 +25,7 @@ import os
 import pathlib
 import random
 import shutil
+import statistics
 import sys
 import time
 from collections import Counter
@@ -261,6 +262,7 @@ def _advantaged(tokenizer, prompt_ids, texts, scored, behaviour: dict) -> tuple[
         "rewards": [s["reward"]["scalar"] for s in scored],
         "components": [{k: float(v) for k, v in s["reward"].items() if isinstance(v, (int, float))} for s in scored],
         "lengths": [int(n) for n in (attention.sum(dim=1) - len(prompt_ids)).tolist()],
+        "phases": [s["verdict"].get("phases_ms") or {} for s in scored],
         # The sampled tokens' mean surprise estimates the policy's entropy (at temperature 1).
         "entropy": float(-(old * mask).sum() / tokens),
     }
@@ -344,6 +346,22 @@ def signal_summary(history: list[dict]) -> str:
     return line
 
 
+def _score_phases(stats: list[dict]) -> dict:
+    """Where the engine's jobs of a step spent their time, from the verdicts' `phases_ms` (durations;
+    not the memory figures): per phase the median and the sum in seconds, and how many jobs had it.
+    Scoring is the longer half of a step on the GPU; this says which part of it."""
+    spent: dict[str, list[float]] = {}
+    for st in stats:
+        for phases in st["phases"]:
+            for name, ms in phases.items():
+                if isinstance(ms, (int, float)) and not name.endswith(("_mib", "_at")):
+                    spent.setdefault(name, []).append(ms / 1000)
+    return {
+        name: {"median": round(statistics.median(v), 3), "sum": round(sum(v), 1), "jobs": len(v)}
+        for name, v in sorted(spent.items())
+    }
+
+
 def _record(step: int, stats: list[dict], losses: float, generated: int, seconds: float, chosen, curriculum) -> dict:
     statuses = Counter(s for st in stats for s in st["statuses"])
     rewards = [r for st in stats for r in st["rewards"]]
@@ -366,6 +384,7 @@ def _record(step: int, stats: list[dict], losses: float, generated: int, seconds
         "cut_at_limit": sum(s["cut"] for st in stats for s in st["samples"]),
         "groups": len(stats),
         "groups_with_signal": sum(_has_signal(st) for st in stats),
+        "score_phases_s": _score_phases(stats),
     }
     kls = [st["kl"] for st in stats if "kl" in st]
     if kls:
@@ -512,7 +531,7 @@ def _show(cfg: RLConfig, record: dict, bar, board: Board, log) -> None:
         step,
         "rl",
         {
-            **{k: v for k, v in record.items() if k not in ("statuses", "levels", "open_levels")},
+            **{k: v for k, v in record.items() if k not in ("statuses", "levels", "open_levels", "score_phases_s")},
             "status_share": {k: n / total for k, n in statuses.items()},
             "open_levels": len(record["open_levels"]),
         },
