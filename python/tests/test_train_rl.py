@@ -213,7 +213,7 @@ def test_prompts_rolled_out_in_one_batch_give_each_group_its_own_rollouts_and_ve
 
 def test_a_steps_score_phases_give_each_phase_its_median_and_sum_over_the_jobs_that_had_it():
     stats = [
-        {"phases": [{"engine.job": 3000.0, "cuda_init": 1400.0, "mem.job_reserved_mib": 512.0}, {}]},
+        {"phases": [{"engine.job": 3000.0, "cuda_init": 1400.0, "mem.job_reserved_mib": 512.0, "gpu.holds": 3.0}, {}]},
         {"phases": [{"engine.job": 1000.0, "cuda_init": 600.0}, {"engine.job": 2000.0}]},
     ]
     phases = rl._score_phases(stats)

@@ -348,13 +348,15 @@ def signal_summary(history: list[dict]) -> str:
 
 def _score_phases(stats: list[dict]) -> dict:
     """Where the engine's jobs of a step spent their time, from the verdicts' `phases_ms` (durations;
-    not the memory figures): per phase the median and the sum in seconds, and how many jobs had it.
-    Scoring is the longer half of a step on the GPU; this says which part of it."""
+    not the memory figures nor the counts of GPU lock holds): per phase the median and the sum in
+    seconds, and how many jobs had it. Scoring is the longer half of a step on the GPU; this says which
+    part of it. A task's `reference.*` phases come once per task and are repeated in each of its
+    verdicts, so their sums count the reference once per candidate."""
     spent: dict[str, list[float]] = {}
     for st in stats:
         for phases in st["phases"]:
             for name, ms in phases.items():
-                if isinstance(ms, (int, float)) and not name.endswith(("_mib", "_at")):
+                if isinstance(ms, (int, float)) and not name.endswith(("_mib", "_at", ".holds")):
                     spent.setdefault(name, []).append(ms / 1000)
     return {
         name: {"median": round(statistics.median(v), 3), "sum": round(sum(v), 1), "jobs": len(v)}
