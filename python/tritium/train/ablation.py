@@ -35,7 +35,8 @@ STAGES = ("rl", "eval")
 
 
 def arm_config(config: dict, out: pathlib.Path, scheme: str, stages=STAGES, steps: int | None = None) -> dict:
-    """The config of one scheme's arm: its own out, RL and eval only, the reward's scheme set."""
+    """The config of one scheme's arm: its own out, its `stages` (RL, eval or both) and `steps` if
+    given, the reward's scheme set."""
     arm = copy.deepcopy(config)
     arm["out"] = str(out)
     arm["stages"] = list(stages)
@@ -54,6 +55,11 @@ def link_run(run: pathlib.Path, arm: pathlib.Path) -> None:
         source, link = run / name, arm / name
         if source.exists() and not link.exists():
             link.symlink_to(source.resolve(), target_is_directory=source.is_dir())
+
+
+def arm_verdicts(root: pathlib.Path, scheme: str) -> pathlib.Path:
+    """Where an arm's eval of its RL checkpoint writes its verdicts."""
+    return root / scheme / "eval" / "rl" / "verdicts.jsonl"
 
 
 def ablate(config_path: str, schemes: list[str], stages=STAGES, steps: int | None = None) -> dict:
@@ -85,10 +91,10 @@ def ablate(config_path: str, schemes: list[str], stages=STAGES, steps: int | Non
         link_run(run, out)
         if "rl" in stages:  # a stale checkpoint of a longer run would be taken for this run's last
             shutil.rmtree(out / "rl", ignore_errors=True)
-            shutil.rmtree(out / "eval" / "rl", ignore_errors=True)
+            shutil.rmtree(arm_verdicts(root, scheme).parent, ignore_errors=True)
         print(f"ablation: {scheme} in {out} ({', '.join(stages)})", flush=True)
         arms[scheme] = run_config(arm_config(config, out, scheme, stages, steps), f"{config_path} ({scheme})")
-    missing = [s for s in schemes if not (root / s / "eval" / "rl" / "verdicts.jsonl").exists()]
+    missing = [s for s in schemes if not arm_verdicts(root, s).exists()]
     if missing:
         print(f"ablation: the report waits for the eval of {', '.join(missing)}", flush=True)
         return {"arms": arms, "report": None, "changes": []}
@@ -96,7 +102,7 @@ def ablate(config_path: str, schemes: list[str], stages=STAGES, steps: int | Non
     inputs.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(sft_eval, inputs / "sft.jsonl")
     for scheme in schemes:
-        shutil.copyfile(root / scheme / "eval" / "rl" / "verdicts.jsonl", inputs / f"{scheme}.jsonl")
+        shutil.copyfile(arm_verdicts(root, scheme), inputs / f"{scheme}.jsonl")
     samples = int(config.get("eval", {}).get("samples", SAMPLES))
     files = [inputs / "sft.jsonl"] + [inputs / f"{s}.jsonl" for s in schemes]
     report = api.report(files, root / "report", ks=pass_ks(samples))
