@@ -9,7 +9,7 @@ import tritium
 from tritium import api
 from tritium.train import rl
 from tritium.train.rl import RLConfig, train_rl
-from tritium.train.sft import SFTConfig, train_sft
+from tritium.train.sft import SFTConfig, latest_checkpoint, train_sft
 
 
 def test_a_few_rl_steps_run_end_to_end(tmp_path, monkeypatch):
@@ -33,6 +33,10 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path, monkeypatch):
     )
     suite = tmp_path / "tasks.jsonl"
     suite.write_text(json.dumps({"id": "level1/01_relu", "source": task}) + "\n")
+    earlier = [tmp_path / "rl" / name for name in ("checkpoint-9", "partial-checkpoint-10")]  # a longer run's
+    for path in earlier:
+        path.mkdir(parents=True)
+        (path / "config.json").write_text("{}")
     logs = []
     result = train_rl(
         RLConfig(
@@ -58,6 +62,8 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path, monkeypatch):
         assert record["loss"] == record["loss"]  # finite, not NaN
     assert logs[-1].startswith(f"rl: {sum(r['groups_with_signal'] for r in result['history'])} of 2 prompt groups")
     assert (tmp_path / "rl" / "checkpoint-2" / "config.json").exists()
+    assert not any(path.exists() for path in earlier)
+    assert latest_checkpoint(tmp_path / "rl", "config.json") == tmp_path / "rl" / "checkpoint-2"
     assert json.loads((tmp_path / "rl" / "rl_history.json").read_text())[1]["step"] == 2
     samples = [json.loads(line) for line in (tmp_path / "rl" / "rollouts.jsonl").read_text().splitlines()]
     assert [s["step"] for s in samples] == [1, 1, 2, 2] and {s["task"] for s in samples} == {"level1/01_relu"}
@@ -95,10 +101,18 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path, monkeypatch):
     assert len(sft_board.Scalars("sft/loss")) == 10 and "sft/lr" in sft_board.Tags()["scalars"]
 
 
+def test_a_run_refuses_to_start_from_a_checkpoint_it_would_remove(tmp_path):
+    start = tmp_path / "rl" / "checkpoint-4"
+    start.mkdir(parents=True)
+    (start / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="copy it out first"):
+        train_rl(RLConfig(tasks=str(tmp_path / "none.jsonl"), model=str(start), out=str(tmp_path / "rl"), steps=1))
+    assert start.is_dir()  # nothing removed
+
+
 def test_a_checkpoint_cut_off_mid_save_is_never_the_latest(tmp_path, monkeypatch):
     from tritium.train import models
     from tritium.train.rl import save_checkpoint
-    from tritium.train.sft import latest_checkpoint
 
     model, tokenizer = models.load(
         "tiny",

@@ -89,7 +89,7 @@ def ablate(config_path: str, schemes: list[str], stages=STAGES, steps: int | Non
     for scheme in schemes:
         out = root / scheme
         link_run(run, out)
-        if "rl" in stages:  # a stale checkpoint of a longer run would be taken for this run's last
+        if "rl" in stages:  # the arm starts over: an earlier run's logs and eval would be taken for this one's
             shutil.rmtree(out / "rl", ignore_errors=True)
             shutil.rmtree(arm_verdicts(root, scheme).parent, ignore_errors=True)
         print(f"ablation: {scheme} in {out} ({', '.join(stages)})", flush=True)

@@ -421,7 +421,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     out = pathlib.Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     if main:
-        (out / "rollouts.jsonl").unlink(missing_ok=True)  # a run starts at step 1: its own samples only
+        _clear_earlier_run(out, pathlib.Path(cfg.model))
     tasks = api.load_suite(cfg.tasks, with_source=True)["tasks"]
     if not tasks:
         raise ValueError(f"{cfg.tasks}: no tasks")
@@ -545,6 +545,20 @@ def _show(cfg: RLConfig, record: dict, bar, board: Board, log) -> None:
             f"generate {record['generate_tokens_per_s']:.0f}, update {record['update_tokens_per_s']:.0f} tokens/s; "
             f"{', '.join(f'{k} {v:.1f} s' for k, v in record['seconds'].items())})"
         )
+
+
+def _clear_earlier_run(out: pathlib.Path, model: pathlib.Path) -> None:
+    """A run starts at step 1, so an earlier run's samples and checkpoints in `out` go: a run cut
+    short would otherwise leave a longer earlier run's last checkpoint to be taken for its own."""
+    earlier = sorted(out.glob("checkpoint-*")) + sorted(out.glob("partial-checkpoint-*"))
+    inside = [p for p in earlier if model.resolve().is_relative_to(p.resolve())]
+    if inside:
+        raise ValueError(
+            f"rl: model {model} lies in {inside[0]}, which a new run into {out} removes: copy it out first"
+        )
+    (out / "rollouts.jsonl").unlink(missing_ok=True)
+    for path in earlier:
+        shutil.rmtree(path)
 
 
 def save_checkpoint(model, tokenizer, path: pathlib.Path) -> None:
