@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 from conftest import EXAMPLE_SOLUTIONS, EXAMPLE_TASKS
 
 import tritium
@@ -429,3 +430,74 @@ def test_compiled_rollouts_are_padded_to_the_tasks_widest_prompt(tmp_path, monke
     assert widths == [widest, widest]
     train_rl(RLConfig(out=str(tmp_path / "b"), steps=1, prompt_width=4096, **cfg), log=lambda _: None)
     assert widths[-1] == 4096
+
+
+def _tiny_start(tmp_path):
+    """A tiny model saved as a checkpoint: RL's starting point."""
+    from tritium.train import models
+    from tritium.train.rl import save_checkpoint
+
+    corpus = [(EXAMPLE_TASKS / "level1" / name).read_text() for name in ("01_relu.py", "02_leaky_relu.py")]
+    tiny = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2}
+    model, tokenizer = models.load("tiny", corpus=corpus, tiny={**tiny, "intermediate_size": 64})
+    save_checkpoint(model, tokenizer, tmp_path / "start")
+    suite = tmp_path / "tasks.jsonl"
+    suite.write_text(
+        "".join(
+            json.dumps({"id": f"level1/{n}", "source": c}) + "\n" for n, c in zip(("01_relu", "02_leaky_relu"), corpus)
+        )
+    )
+    return str(tmp_path / "start"), str(suite)
+
+
+@pytest.mark.parametrize("overlap_steps", [False, True])
+def test_a_run_stopped_after_a_checkpoint_resumes_as_the_uninterrupted_run_goes_on(tmp_path, overlap_steps):
+    start, suite = _tiny_start(tmp_path)
+
+    class Killed(Exception):
+        pass
+
+    def run(out, steps, kill_at=0):
+        config = RLConfig(
+            tasks=suite, model=start, out=str(tmp_path / out), steps=steps, prompts_per_step=2, group_size=2,
+            rollout_batch=2, max_new_tokens=8, lr=1e-3, save_every=1, overlap_steps=overlap_steps,
+            engine_device="cpu", engine_jobs=1, tensorboard=False, seed=3,
+            # every sample pushed down by its own reward: a gradient at each step, whatever the statuses
+            reward=json.dumps({"advantage": "none", "penalties": {"invalid_syntax": -1.0}}),
+        )  # fmt: skip
+        logs = []
+
+        def log(line):  # killed after logging step `kill_at`, before its checkpoint (and, overlapped,
+            logs.append(line)  # after the next step's rollouts were drawn)
+            if line.startswith(f"rl: step {kill_at}/"):
+                raise Killed
+
+        return train_rl(config, log=log), logs
+
+    whole, _ = run("whole", 4)
+    with pytest.raises(Killed):
+        run("cut", 4, kill_at=3)
+    (tmp_path / "cut" / "partial-checkpoint-3").mkdir()  # a save the kill interrupted
+    resumed, logs = run("cut", 4)
+    assert logs[0] == f"rl: resuming from {tmp_path / 'cut' / 'checkpoint-2'} at step 2"
+    assert [r["step"] for r in resumed["history"]] == [1, 2, 3, 4]
+    samples = {
+        out: [json.loads(line) for line in (tmp_path / out / "rollouts.jsonl").read_text().splitlines()]
+        for out in ("whole", "cut")
+    }
+    # Every step drew the same tasks; the optimizer's state came back with the weights.
+    assert [(s["step"], s["task"]) for s in samples["cut"]] == [(s["step"], s["task"]) for s in samples["whole"]]
+    assert not (tmp_path / "cut" / "partial-checkpoint-3").exists()
+    states = sorted(p.parent.name for p in (tmp_path / "cut").glob("checkpoint-*/trainer_state.pt"))
+    assert states == ["checkpoint-4"]  # the optimizer's state is kept in the newest checkpoint only
+    if not overlap_steps:  # overlapped, the first resumed step samples from the newest policy instead
+        assert [s["text"] for s in samples["cut"]] == [s["text"] for s in samples["whole"]]
+        for mine, theirs in zip(resumed["history"], whole["history"]):
+            assert mine["statuses"] == theirs["statuses"] and mine["loss"] == pytest.approx(theirs["loss"], abs=1e-6)
+            assert mine["loss"] != 0
+        from tritium.train import models
+
+        a, b = (models.load(str(tmp_path / out / "checkpoint-4"))[0] for out in ("whole", "cut"))
+        assert all(torch.allclose(x, y, atol=1e-6) for x, y in zip(a.parameters(), b.parameters()))
+    again, logs = run("cut", 3)  # past its steps already: nothing to do
+    assert again["checkpoint"].endswith("checkpoint-4") and len(again["history"]) == 4 and "past steps 3" in logs[0]

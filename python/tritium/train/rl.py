@@ -37,6 +37,9 @@ from .board import Board, progress
 from .cli import parse_config
 from .curriculum import Curriculum, parse_weights, task_level
 from .rollout import rollouts
+from .sft import latest_checkpoint
+
+STATE = "trainer_state.pt"  # in a checkpoint: what a run resumes from
 
 
 @dataclasses.dataclass
@@ -80,6 +83,9 @@ class RLConfig:
     engine_jobs: int = 0
     seed: int = 0
     save_every: int = 0  # 0: only at the end
+    # Continue from the latest checkpoint in `out` that holds a trainer state (the optimizer's, the task
+    # draw's, the curriculum's): a run longer than one call of a GPU machine is several calls.
+    resume: bool = True
     log_every: int = 1
     curriculum: bool = False  # open difficulty levels one at a time (docs/training.md)
     promote_at: float = 0.5  # held-out pass@1 on the highest open level that opens the next
@@ -420,18 +426,22 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     device = accelerator.device if cfg.device == "auto" or world > 1 else models.device_for(cfg.device)
     out = pathlib.Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    resume_from = latest_checkpoint(out, STATE) if cfg.resume else None
     if main:
-        _clear_earlier_run(out, pathlib.Path(cfg.model))
+        _clear_earlier_run(out, pathlib.Path(cfg.model), resume_from)
     tasks = api.load_suite(cfg.tasks, with_source=True)["tasks"]
     if not tasks:
         raise ValueError(f"{cfg.tasks}: no tasks")
-    model, tokenizer = models.load(cfg.model)
+    model, tokenizer = models.load(str(resume_from or cfg.model))
     if rollout.resolve(cfg.generator) == "compiled" and not cfg.prompt_width:
         widest = max(len(rollout.prompt_ids(tokenizer, api.kernel_prompt(t["source"]))) for t in tasks)
         cfg = dataclasses.replace(cfg, prompt_width=widest)
     model.to(device).train()
     # The KL anchor is the starting policy, frozen (a second copy of the weights: only when asked).
-    reference = copy.deepcopy(model).eval().requires_grad_(False) if cfg.kl_coef else None
+    reference = None
+    if cfg.kl_coef:
+        start = models.load(cfg.model)[0].to(device) if resume_from else copy.deepcopy(model)
+        reference = start.eval().requires_grad_(False)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     copied = RolloutCopy(model, cfg.rollout_dtype) if cfg.rollout_dtype else None
@@ -451,9 +461,20 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     curriculum = Curriculum(tasks, parse_weights(cfg.level_weights), cfg.curriculum, cfg.promote_at)
     heldout = api.load_suite(cfg.heldout, with_source=True)["tasks"] if cfg.curriculum and cfg.heldout else []
     rng = random.Random(cfg.seed)
-    history, top_rollouts = [], []
+    history, top_rollouts, done = [], [], 0
+    if resume_from:
+        state = torch.load(resume_from / STATE, map_location=device, weights_only=False)
+        optimizer.load_state_dict(state["optimizer"])
+        rng.setstate(state["draw"])
+        curriculum.open, top_rollouts, done = state["open_levels"], state["top_rollouts"], state["step"]
+        history = json.loads((out / "rl_history.json").read_text())[:done]
+        log(
+            f"rl: resuming from {resume_from} at step {done}"
+            + (f", past steps {cfg.steps}" if done >= cfg.steps else "")
+        )
+    draws = {}  # the task draw's state before each step's pick: a resumed run picks as an uninterrupted one
     board = Board(out, cfg.tensorboard and main)
-    bar = progress(cfg.steps, 0, "rl", main)
+    bar = progress(cfg.steps, done, "rl", main)
     # Scoring in a thread while generation goes on: the next batch's, or with overlap_steps the next step's.
     threaded = cfg.overlap_scoring and (
         cfg.overlap_steps or len(_own_batches(cfg.prompts_per_step, rank, world, batch)) > 1
@@ -461,6 +482,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     scorer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rl-score")
 
     def launch(step: int) -> tuple[list[dict], _Launched]:
+        draws[step] = rng.getstate()
         chosen = curriculum.pick(rng, cfg.prompts_per_step)  # the same on every process
         mine = [(b.start, chosen[b.start : b.stop]) for b in _own_batches(len(chosen), rank, world, batch)]
         sampler = copied and copied.sampler
@@ -470,7 +492,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
 
     ahead = None
     try:
-        for step in range(1, cfg.steps + 1):
+        for step in range(done + 1, cfg.steps + 1):
             began = time.monotonic()
             chosen, current = ahead or launch(step)
             # overlap_steps: the next step's rollouts come from the policy before this step's update, and are
@@ -507,7 +529,14 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
                         f.writelines(json.dumps({"step": step, **sample}) + "\n" for sample in st["samples"])
             _show(cfg, record, bar, board, log)
             if ((cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps) and main:
-                save_checkpoint(model, tokenizer, out / f"checkpoint-{step}")
+                state = {
+                    "step": step,
+                    "optimizer": optimizer.state_dict(),
+                    "draw": draws.get(step + 1, rng.getstate()),
+                    "open_levels": curriculum.open,
+                    "top_rollouts": top_rollouts,
+                }
+                save_checkpoint(model, tokenizer, out / f"checkpoint-{step}", state)
             accelerator.wait_for_everyone()
     finally:
         scorer.shutdown(wait=False, cancel_futures=True)
@@ -515,10 +544,11 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     bar.close()
     if main:
         log(signal_summary(history))
+    last = max(done, cfg.steps)  # a resumed run already past `steps` does none
     return {
-        "steps": cfg.steps,
+        "steps": last,
         "history": history,
-        "checkpoint": str(out / f"checkpoint-{cfg.steps}"),
+        "checkpoint": str(out / f"checkpoint-{last}"),
         "processes": world,
     }
 
@@ -547,29 +577,49 @@ def _show(cfg: RLConfig, record: dict, bar, board: Board, log) -> None:
         )
 
 
-def _clear_earlier_run(out: pathlib.Path, model: pathlib.Path) -> None:
-    """A run starts at step 1, so an earlier run's samples and checkpoints in `out` go: a run cut
-    short would otherwise leave a longer earlier run's last checkpoint to be taken for its own."""
-    earlier = sorted(out.glob("checkpoint-*")) + sorted(out.glob("partial-checkpoint-*"))
+def _clear_earlier_run(out: pathlib.Path, model: pathlib.Path, resume_from: pathlib.Path | None) -> None:
+    """What in `out` is not this run's goes: an earlier run's samples and checkpoints when this one
+    starts at step 1 (a run cut short would otherwise leave a longer earlier run's last checkpoint to
+    be taken for its own); when it resumes, the samples and checkpoints of steps after the one it
+    resumes from (a run cut between logging a step and saving it)."""
+    done = _step_of(resume_from) if resume_from else 0
+    earlier = [p for p in out.glob("checkpoint-*") if _step_of(p) > done] + list(out.glob("partial-checkpoint-*"))
     inside = [p for p in earlier if model.resolve().is_relative_to(p.resolve())]
     if inside:
         raise ValueError(
             f"rl: model {model} lies in {inside[0]}, which a new run into {out} removes: copy it out first"
         )
-    (out / "rollouts.jsonl").unlink(missing_ok=True)
+    samples = out / "rollouts.jsonl"
+    if done and samples.exists():
+        kept = [line for line in samples.read_text().splitlines(keepends=True) if json.loads(line)["step"] <= done]
+        samples.write_text("".join(kept))
+    else:
+        samples.unlink(missing_ok=True)
     for path in earlier:
         shutil.rmtree(path)
 
 
-def save_checkpoint(model, tokenizer, path: pathlib.Path) -> None:
-    """Writes the model and tokenizer beside `path`, then renames them into place: a run cut off
-    mid-save (a call's time limit) leaves no `checkpoint-N` that a later eval would load half-written."""
+def _step_of(checkpoint: pathlib.Path) -> int:
+    return int(checkpoint.name.rsplit("-", 1)[1])
+
+
+def save_checkpoint(model, tokenizer, path: pathlib.Path, state: dict | None = None) -> None:
+    """Writes the model and tokenizer (and `state`, to resume from, in STATE) beside `path`, then
+    renames them into place: a run cut off mid-save (a call's time limit) leaves no `checkpoint-N`
+    that a later eval would load half-written. The optimizer's state is twice the weights: only the
+    newest checkpoint keeps one."""
     partial = path.with_name(f"partial-{path.name}")
     shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(partial)
     tokenizer.save_pretrained(partial)
+    if state is not None:
+        torch.save(state, partial / STATE)
     shutil.rmtree(path, ignore_errors=True)  # a rerun's checkpoint of the same step
     os.replace(partial, path)
+    if state is not None:
+        for older in path.parent.glob(f"checkpoint-*/{STATE}"):
+            if older.parent != path:
+                older.unlink()
 
 
 def _check_curriculum(
