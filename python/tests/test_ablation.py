@@ -22,7 +22,9 @@ def test_each_scheme_gets_its_own_rl_from_the_same_sft_and_one_report(tmp_path):
     assert early.returncode == 2 and "no SFT checkpoint" in early.stderr
     assert run("train", "--config", str(config), timeout=900).returncode == 0  # the data stage
     config.write_text(
-        MINI.format(out=out).replace('stages = ["data", "sft", "rl", "eval"]', 'stages = ["sft", "eval"]')
+        MINI.format(out=out)
+        .replace('stages = ["data", "sft", "rl", "eval"]', 'stages = ["sft", "eval"]')
+        .replace("[eval]\n", "[eval]\ngreedy = true\n")
     )
     r = run("train", "--config", str(config), timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -40,6 +42,9 @@ def test_each_scheme_gets_its_own_rl_from_the_same_sft_and_one_report(tmp_path):
     pairs = {(c["run"], c["against"]) for c in report["changes"]}
     assert pairs == {("hrd", "sft"), ("blended", "hrd")}
     assert "ablation: hrd against sft, pass@1 on 2 tasks: " in r.stdout
+    greedy = json.loads((out / "ablation" / "report-greedy" / "report.json").read_text())  # [eval] greedy
+    assert [r["name"] for r in greedy["runs"]] == ["sft", "hrd", "blended"]
+    assert "ablation: greedy: hrd against sft, pass@1 on 2 tasks: " in r.stdout
     # The run's own directories are untouched: no RL there.
     assert not (out / "rl").exists()
 

@@ -7,7 +7,8 @@ scheme gets `OUT/ablation/SCHEME/`: the run's data and SFT linked in, then the c
 eval stages with `[rl] reward` set to the config's own reward config with that scheme. The report
 in `OUT/ablation/report/` puts SFT and the schemes side by side, in that order, so its "Change from
 the run before" gives the first scheme against SFT and each next scheme against the one before,
-each with its paired bootstrap interval over the held-out tasks (docs/metrics.md).
+each with its paired bootstrap interval over the held-out tasks (docs/metrics.md); with `[eval]
+greedy`, `OUT/ablation/report-greedy/` does the same for the greedy answers.
 
 `--stages` splits an arm over several invocations (a GPU call of 10 minutes holds one arm's RL or its
 eval, not both): `rl` starts the arm's RL over (its earlier checkpoints and eval removed), `eval`
@@ -32,6 +33,7 @@ SHARED = ("heldout.jsonl", "train_tasks.jsonl", "rl_tasks.jsonl", "sft.jsonl", "
 
 
 STAGES = ("rl", "eval")
+GREEDY = pathlib.Path("greedy") / "verdicts.jsonl"  # beside an eval's verdicts, with `[eval] greedy`
 
 
 def arm_config(config: dict, out: pathlib.Path, scheme: str, stages=STAGES, steps: int | None = None) -> dict:
@@ -108,7 +110,24 @@ def ablate(config_path: str, schemes: list[str], stages=STAGES, steps: int | Non
     report = api.report(files, root / "report", ks=pass_ks(samples))
     for c in report["changes"]:
         print(f"ablation: {change_line(c)}", flush=True)
-    return {"arms": arms, "report": str(root / "report"), "changes": report["changes"]}
+    greedy = _greedy_report(sft_eval, root, schemes)
+    return {"arms": arms, "report": str(root / "report"), "changes": report["changes"], "greedy_changes": greedy}
+
+
+def _greedy_report(sft_eval: pathlib.Path, root: pathlib.Path, schemes: list[str]) -> list[dict]:
+    """The same report over the greedy answers (`[eval] greedy`), in OUT/ablation/report-greedy/,
+    when SFT's eval and every arm's have them: pass@1 without sampling noise."""
+    found = [sft_eval.parent / GREEDY] + [arm_verdicts(root, s).parent / GREEDY for s in schemes]
+    if not all(f.exists() for f in found):
+        return []
+    inputs = root / "report-inputs" / "greedy"
+    inputs.mkdir(parents=True, exist_ok=True)
+    for name, source in zip(["sft", *schemes], found):
+        shutil.copyfile(source, inputs / f"{name}.jsonl")
+    report = api.report([inputs / f"{n}.jsonl" for n in ["sft", *schemes]], root / "report-greedy", ks=[1])
+    for c in report["changes"]:
+        print(f"ablation: greedy: {change_line(c)}", flush=True)
+    return report["changes"]
 
 
 def change_line(entry: dict) -> str:
