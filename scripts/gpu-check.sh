@@ -23,8 +23,8 @@
 #   "sft eval" in one call and "rl eval" in the next, on the same warm machine, split a long run.
 #   The log in $OUT/train, reports, histories and verdicts in $OUT/train/run.tar.gz. TRAIN_LIMIT_S
 #   (seconds; default none) stops the run in time to pack what the stages it finished wrote.
-# ablation: python -m tritium.train.ablation on $TRAIN_CONFIG (its data, SFT and SFT eval done: a train call
-#   before it on the same warm machine), the schemes in ABLATION_REWARDS (default "hrd,blended"; one per
+# ablation: python -m tritium.train.ablation on $TRAIN_CONFIG (its data and SFT done: a train call before it on
+#   the same warm machine; SFT's eval is made with the arms' if missing), the schemes in ABLATION_REWARDS (default "hrd,blended"; one per
 #   call where a call cannot hold both arms), under TRAIN_LIMIT_S; ABLATION_STAGES ("rl" or "eval"; default
 #   both) splits an arm over two calls, ABLATION_STEPS sets every arm's RL steps; the arms' logs, histories
 #   and verdicts in $OUT/ablation/ablation.tar.gz.

@@ -23,11 +23,12 @@ def test_each_scheme_gets_its_own_rl_from_the_same_sft_and_one_report(tmp_path):
     assert run("train", "--config", str(config), timeout=900).returncode == 0  # the data stage
     config.write_text(
         MINI.format(out=out)
-        .replace('stages = ["data", "sft", "rl", "eval"]', 'stages = ["sft", "eval"]')
+        .replace('stages = ["data", "sft", "rl", "eval"]', 'stages = ["sft"]')
         .replace("[eval]\n", "[eval]\ngreedy = true\n")
     )
     r = run("train", "--config", str(config), timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
+    assert not (out / "eval").exists()  # SFT's eval is made with the arms'
 
     r = subprocess.run([*ablate, "--rewards", "hrd,blended"], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -42,6 +43,8 @@ def test_each_scheme_gets_its_own_rl_from_the_same_sft_and_one_report(tmp_path):
     pairs = {(c["run"], c["against"]) for c in report["changes"]}
     assert pairs == {("hrd", "sft"), ("blended", "hrd")}
     assert "ablation: hrd against sft, pass@1 on 2 tasks: " in r.stdout
+    assert len((out / "eval" / "sft" / "verdicts.jsonl").read_text().splitlines()) == 2
+    assert r.stdout.count("ablation: eval of ") == 3  # SFT's, then each arm's, in one engine
     greedy = json.loads((out / "ablation" / "report-greedy" / "report.json").read_text())  # [eval] greedy
     assert [r["name"] for r in greedy["runs"]] == ["sft", "hrd", "blended"]
     assert "ablation: greedy: hrd against sft, pass@1 on 2 tasks: " in r.stdout

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from test_cli import run
 
 from tritium.train.evaluate import stage_change
@@ -204,3 +205,25 @@ def test_saved_answers_serve_only_the_settings_and_model_files_they_were_sampled
     (where / "answers.jsonl").write_text('{"id": "t#0", "tru')  # cut mid-write by hand: unreadable
     assert evaluate._saved_answers(where, settings) is None
     assert not list(where.glob("*.partial"))
+
+
+def test_models_evaluated_together_keep_the_verdicts_of_those_before_one_that_fails(tmp_path):
+    from conftest import EXAMPLE_TASKS
+
+    from tritium.train import models
+    from tritium.train.evaluate import evaluate_models
+    from tritium.train.rl import save_checkpoint
+
+    source = (EXAMPLE_TASKS / "level1" / "01_relu.py").read_text()
+    tiny = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2}
+    model, tokenizer = models.load("tiny", corpus=[source], tiny={**tiny, "intermediate_size": 64})
+    save_checkpoint(model, tokenizer, tmp_path / "good")
+    tasks = tmp_path / "heldout.jsonl"
+    tasks.write_text(json.dumps({"id": "level1/01_relu", "source": source}) + "\n")
+    runs = [(str(tmp_path / "good"), str(tmp_path / "a")), (str(tmp_path / "missing"), str(tmp_path / "b"))]
+    settings = dict(samples=2, max_new_tokens=8, engine_device="cpu", engine_jobs=1, device="cpu", log=lambda _: None)
+    with pytest.raises(Exception, match="missing"):
+        evaluate_models(runs, str(tasks), **settings)
+    # The first model's answers were judged while the second was loading, and kept.
+    assert len((tmp_path / "a" / "verdicts.jsonl").read_text().splitlines()) == 2
+    assert not (tmp_path / "b" / "verdicts.jsonl").exists()

@@ -5,7 +5,7 @@
     [data]  synthesized tasks with reference solutions -> held-out split -> verified SFT JSONL
     [sft]   tritium.train.sft.SFTConfig fields (data and out are filled in)
     [rl]    tritium.train.rl.RLConfig fields (tasks, model and out are filled in)
-    [eval]  evaluate_model's fields: each trained model on the held-out tasks, right after its stage;
+    [eval]  evaluate_models' fields: each trained model on the held-out tasks, right after its stage;
             listed alone, the model `model` names, else the run's latest (RL's, else SFT's);
             `base = true` also evaluates the model SFT starts from, before SFT
 See configs/ and docs/training.md. Under `accelerate launch` (or torchrun) SFT and RL are

@@ -12,7 +12,9 @@ greedy`, `OUT/ablation/report-greedy/` does the same for the greedy answers.
 
 `--stages` splits an arm over several invocations (a GPU call of 10 minutes holds one arm's RL or its
 eval, not both): `rl` starts the arm's RL over (its earlier checkpoints and eval removed), `eval`
-evaluates the arm's latest RL checkpoint. The report is made once every named scheme has its eval.
+evaluates the latest RL checkpoint of every named arm, and SFT's checkpoint when the run has no SFT
+eval, in one engine, each model judged while the next is sampled. The report is made once every
+named scheme has its eval.
 `--steps` sets every arm's RL steps (the same budget for each, whatever the machine's speed).
 """
 
@@ -26,7 +28,7 @@ import shutil
 import sys
 
 from .. import api
-from .evaluate import SAMPLES, pass_ks
+from .evaluate import SAMPLES, evaluate_models, pass_ks
 from .sft import latest_checkpoint
 
 SHARED = ("heldout.jsonl", "train_tasks.jsonl", "rl_tasks.jsonl", "sft.jsonl", "tasks.jsonl", "sft")
@@ -64,6 +66,20 @@ def arm_verdicts(root: pathlib.Path, scheme: str) -> pathlib.Path:
     return root / scheme / "eval" / "rl" / "verdicts.jsonl"
 
 
+def evaluate_arms(config: dict, run: pathlib.Path, schemes: list[str], sft_eval: pathlib.Path) -> None:
+    """Each arm's latest RL checkpoint on the held-out tasks, and the SFT checkpoint when its eval is
+    missing, in one evaluate_models call: one engine, each model judged while the next is sampled."""
+    root = run / "ablation"
+    evals = [(latest_checkpoint(root / s / "rl", "config.json"), arm_verdicts(root, s).parent) for s in schemes]
+    if not sft_eval.exists():
+        evals.insert(0, (latest_checkpoint(run / "sft"), sft_eval.parent))
+    for model, where in evals:
+        print(f"ablation: eval of {model} into {where}", flush=True)
+    settings = {k: v for k, v in config.get("eval", {}).items() if k not in ("model", "base")}
+    seed = int(config.get("seed", 0))
+    evaluate_models([(str(m), str(w)) for m, w in evals], str(run / "heldout.jsonl"), seed=seed, **settings)
+
+
 def ablate(config_path: str, schemes: list[str], stages=STAGES, steps: int | None = None) -> dict:
     """Runs each scheme's arm (its `stages`), then the report once every arm has its eval; what it
     made: {arms, report, changes} (report None, changes empty, while an arm's eval is missing)."""
@@ -71,9 +87,9 @@ def ablate(config_path: str, schemes: list[str], stages=STAGES, steps: int | Non
 
     config = load_config(config_path)
     run = run_dir(config, config_path)
-    sft_eval = run / "eval" / "sft" / "verdicts.jsonl"
-    if latest_checkpoint(run / "sft") is None or not sft_eval.exists():
-        raise ValueError(f"{run} has no SFT checkpoint and SFT eval: run the config's data, sft and eval stages first")
+    sft_eval = run / "eval" / "sft" / "verdicts.jsonl"  # made with the arms' when missing
+    if latest_checkpoint(run / "sft") is None:
+        raise ValueError(f"{run} has no SFT checkpoint: run the config's data and sft stages first")
     if len(set(schemes)) != len(schemes) or not schemes:
         raise ValueError(f"--rewards {','.join(schemes)}: name each scheme once")
     if not stages or set(stages) - set(STAGES):
@@ -94,8 +110,10 @@ def ablate(config_path: str, schemes: list[str], stages=STAGES, steps: int | Non
         if "rl" in stages:  # the arm starts over: an earlier run's logs and eval would be taken for this one's
             shutil.rmtree(out / "rl", ignore_errors=True)
             shutil.rmtree(arm_verdicts(root, scheme).parent, ignore_errors=True)
-        print(f"ablation: {scheme} in {out} ({', '.join(stages)})", flush=True)
-        arms[scheme] = run_config(arm_config(config, out, scheme, stages, steps), f"{config_path} ({scheme})")
+            print(f"ablation: {scheme} in {out} (rl)", flush=True)
+            arms[scheme] = run_config(arm_config(config, out, scheme, ["rl"], steps), f"{config_path} ({scheme})")
+    if "eval" in stages:
+        evaluate_arms(config, run, schemes, sft_eval)
     missing = [s for s in schemes if not arm_verdicts(root, s).exists()]
     if missing:
         print(f"ablation: the report waits for the eval of {', '.join(missing)}", flush=True)

@@ -4,6 +4,7 @@ metrics and the report's files (pass@k, fast_p, the status breakdown)."""
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -26,10 +27,14 @@ def pass_ks(samples: int) -> tuple[int, ...]:
     return (1, samples) if samples > 1 else (1,)
 
 
-def evaluate_model(
-    model_dir: str,
+def evaluate_model(model_dir: str, tasks: str, out: str, **settings) -> dict:
+    """evaluate_models() of one model: OUT/verdicts.jsonl, OUT/report.{md,json,html}; its metrics."""
+    return evaluate_models([(model_dir, out)], tasks, **settings)[0]
+
+
+def evaluate_models(
+    models_out: list[tuple[str, str]],
     tasks: str,
-    out: str,
     samples: int = SAMPLES,
     max_new_tokens: int = 512,
     temperature: float = 0.7,
@@ -44,15 +49,17 @@ def evaluate_model(
     dtype: str = "",
     greedy: bool = False,
     log=print,
-) -> dict:
-    """Writes OUT/verdicts.jsonl and OUT/report.{md,json,html}, broken down by level (a synthesized
-    task's difficulty); returns the overall metrics. `engine_timeout_s` bounds each sample's
-    evaluation (0: the engine's default), `engine_jobs` is the engine's candidate slots (0: its
-    default; on an H100, 8 slots judged 400 mid-size answers in 252 s, 4.8 s a job). `generator`
-    samples them (tritium.train.rollout), from the model with its parameters in `dtype` ("": as
-    saved): on the H200 the bfloat16 compiled generator made 3.2-3.4x float32 `generate`'s
-    tokens/s, and a float32 eval of 80 prompts x 4 samples of up to 2,304 tokens took over 5
-    minutes. Compare models sampled with the same dtype.
+) -> list[dict]:
+    """Each (model, OUT) of `models_out` on the held-out `tasks`: writes OUT/verdicts.jsonl and
+    OUT/report.{md,json,html}, broken down by level (a synthesized task's difficulty); returns each
+    one's overall metrics. The models share one engine, and a model's answers are judged while the
+    next one's are sampled: an ablation's evals (SFT and each arm) in one device call instead of one
+    call each. `engine_timeout_s` bounds each sample's evaluation (0: the engine's default),
+    `engine_jobs` is the engine's candidate slots (0: its default; on an H100, 8 slots judged 400
+    mid-size answers in 252 s, 4.8 s a job). `generator` samples them (tritium.train.rollout), from
+    the model with its parameters in `dtype` ("": as saved): on the H200 the bfloat16 compiled
+    generator made 3.2-3.4x float32 `generate`'s tokens/s, and a float32 eval of 80 prompts x 4
+    samples of up to 2,304 tokens took over 5 minutes. Compare models sampled with the same dtype.
     `greedy`: one greedy answer per task too, decoded in the sampled answers' batches and judged in
     the same engine call, its verdicts in OUT/greedy/verdicts.jsonl and its metrics under the
     result's "greedy" (pass@1, fast_p).
@@ -63,33 +70,61 @@ def evaluate_model(
     H100, 80 x 5 answers took 4.5 minutes to sample) loses only the judging."""
     from .. import api
 
-    where = pathlib.Path(out)
-    where.mkdir(parents=True, exist_ok=True)
-    settings = {
-        "model": str(model_dir),
-        "model_files": _fingerprint(pathlib.Path(model_dir)),
-        "tasks": hashlib.sha256(pathlib.Path(tasks).read_bytes()).hexdigest(),
-        **{"samples": samples, "max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p},
-        **{"seed": seed, "generator": generator, "dtype": dtype, "greedy": greedy},
-    }
-    answers = _saved_answers(where, settings)
-    if answers is None:
-        answers = _sample(model_dir, tasks, settings, device, prompts_per_generate, log)
-        _save_answers(where, settings, answers)
-    else:
-        log(f"eval: {len(answers)} answers of {model_dir} sampled earlier with these settings ({where / ANSWERS})")
+    base = {"samples": samples, "max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p}
+    base |= {"seed": seed, "generator": generator, "dtype": dtype, "greedy": greedy}
+    tasks_hash = hashlib.sha256(pathlib.Path(tasks).read_bytes()).hexdigest()
+    engine = None  # started with the first judging, so that a bad model fails before it
+    judging = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="eval-judge")
+    pending: list[concurrent.futures.Future] = []
+    try:
+        for model_dir, out in models_out:
+            where = pathlib.Path(out)
+            where.mkdir(parents=True, exist_ok=True)
+            settings = {"model": str(model_dir), "model_files": _fingerprint(pathlib.Path(model_dir))}
+            settings |= {"tasks": tasks_hash, **base}
+            answers = _saved_answers(where, settings)
+            if answers is None:
+                answers = _sample(model_dir, tasks, settings, device, prompts_per_generate, log)
+                _save_answers(where, settings, answers)
+                _release()
+            else:
+                saved = where / ANSWERS
+                log(f"eval: {len(answers)} answers of {model_dir} sampled earlier with these settings ({saved})")
+            if engine is None:
+                # Lazy reference timing: a task's references are timed (torch.compile, seconds of CPU work each)
+                # only once one of its answers is correct; a held-out eval of a small model has many tasks with none.
+                engine = api.Engine(
+                    device=engine_device,
+                    python=sys.executable,
+                    timeout_s=engine_timeout_s or None,
+                    jobs=engine_jobs,
+                    lazy_reference_timing=True,
+                )
+            pending.append(judging.submit(_judge, engine, answers, where, samples, greedy, engine_device, log))
+        return [future.result() for future in pending]
+    finally:
+        judging.shutdown(wait=True, cancel_futures=True)
+
+
+def _release() -> None:
+    """What sampling left on the device goes back before the next model loads: the static batch's KV
+    cache (about 28 GB for 400 sequences of SmolLM2) and the compiled decode step's graphs, which
+    hold the model that made them."""
+    import gc
+
+    torch._dynamo.reset()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _judge(engine, answers: list[dict], where: pathlib.Path, samples: int, greedy: bool, device: str, log) -> dict:
+    """One model's answers through the engine: its verdict files and report; its overall metrics."""
+    from .. import api
+
     sampled = sum(a["group"] == a["task_id"] for a in answers)  # the greedy ones come after, grouped apart
-    log(f"eval: judging {len(answers)} samples on {engine_device}")
+    log(f"eval: judging {len(answers)} samples on {device} ({where})")
     began = time.monotonic()
-    # Lazy reference timing: a task's references are timed (torch.compile, seconds of CPU work each)
-    # only once one of its answers is correct; a held-out eval of a small model has many tasks with none.
-    engine = api.Engine(
-        device=engine_device,
-        python=sys.executable,
-        timeout_s=engine_timeout_s or None,
-        jobs=engine_jobs,
-        lazy_reference_timing=True,
-    )
     verdicts = engine.evaluate(answers, progress=_JudgingLog(len(answers), log))
     verdicts, greedy_verdicts = verdicts[:sampled], verdicts[sampled:]
     verdict_file = where / "verdicts.jsonl"

@@ -4,7 +4,7 @@ end in a traceback minutes into a run.
 
 The keys come from the code they configure, so the schema cannot drift from it: [sft] and [rl] are
 the fields of SFTConfig and RLConfig (less those the run fills in), [eval] the keyword arguments of
-evaluate_model plus its own `model` and `base`, [data] the data stage's."""
+evaluate_models plus its own `model` and `base`, [data] the data stage's."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _keywords(fn, filled: set[str]) -> dict[str, object]:
 
 def tables() -> dict[str, dict[str, object]]:
     """Table -> key -> type."""
-    from .evaluate import evaluate_model
+    from .evaluate import evaluate_models
     from .rl import RLConfig
     from .sft import SFTConfig
 
@@ -43,7 +43,7 @@ def tables() -> dict[str, dict[str, object]]:
         "data": DATA,
         "sft": _fields(SFTConfig, {"data", "out", "seed"}),
         "rl": _fields(RLConfig, {"tasks", "out", "seed"}),  # `model`: where RL starts without SFT
-        "eval": {**_keywords(evaluate_model, {"seed", "log"}), "model": str, "base": bool},
+        "eval": {**_keywords(evaluate_models, {"seed", "log"}), "model": str, "base": bool},
     }
 
 
