@@ -1,6 +1,7 @@
 """A few GRPO steps end to end on the CPU: the tiny model, real rollouts, rewards from the engine."""
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -501,3 +502,24 @@ def test_a_run_stopped_after_a_checkpoint_resumes_as_the_uninterrupted_run_goes_
         assert all(torch.allclose(x, y, atol=1e-6) for x, y in zip(a.parameters(), b.parameters()))
     again, logs = run("cut", 3)  # past its steps already: nothing to do
     assert again["checkpoint"].endswith("checkpoint-4") and len(again["history"]) == 4 and "past steps 3" in logs[0]
+
+
+def test_a_run_resumes_only_what_started_from_the_same_model(tmp_path):
+    start, suite = _tiny_start(tmp_path)
+    other = tmp_path / "other"
+    shutil.copytree(start, other)  # the same weights elsewhere: a rerun SFT's new checkpoint
+
+    def run(model, steps):
+        config = RLConfig(
+            tasks=suite, model=model, out=str(tmp_path / "rl"), steps=steps, prompts_per_step=1, group_size=2,
+            max_new_tokens=4, save_every=1, engine_device="cpu", engine_jobs=1, tensorboard=False,
+        )  # fmt: skip
+        logs = []
+        return train_rl(config, log=logs.append), logs
+
+    run(start, 1)
+    result, logs = run(str(other), 2)
+    assert "started from another model" in logs[0] and logs[0].endswith("starting over")
+    assert [r["step"] for r in result["history"]] == [1, 2]
+    result, logs = run(str(other), 3)  # now its own run: resumed
+    assert logs[0].startswith("rl: resuming from") and [r["step"] for r in result["history"]] == [1, 2, 3]

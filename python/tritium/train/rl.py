@@ -36,6 +36,7 @@ from . import grpo, models, rollout
 from .board import Board, progress
 from .cli import parse_config
 from .curriculum import Curriculum, parse_weights, task_level
+from .evaluate import fingerprint
 from .rollout import rollouts
 from .sft import latest_checkpoint
 
@@ -426,7 +427,8 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     device = accelerator.device if cfg.device == "auto" or world > 1 else models.device_for(cfg.device)
     out = pathlib.Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    resume_from = latest_checkpoint(out, STATE) if cfg.resume else None
+    resumed = _resumable(out, cfg.model, log) if cfg.resume else None
+    resume_from, state = resumed or (None, None)
     if main:
         _clear_earlier_run(out, pathlib.Path(cfg.model), resume_from)
     tasks = api.load_suite(cfg.tasks, with_source=True)["tasks"]
@@ -463,7 +465,6 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     rng = random.Random(cfg.seed)
     history, top_rollouts, done = [], [], 0
     if resume_from:
-        state = torch.load(resume_from / STATE, map_location=device, weights_only=False)
         optimizer.load_state_dict(state["optimizer"])
         rng.setstate(state["draw"])
         curriculum.open, top_rollouts, done = state["open_levels"], state["top_rollouts"], state["step"]
@@ -530,6 +531,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             _show(cfg, record, bar, board, log)
             if ((cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps) and main:
                 state = {
+                    "start": fingerprint(cfg.model),
                     "step": step,
                     "optimizer": optimizer.state_dict(),
                     "draw": draws.get(step + 1, rng.getstate()),
@@ -597,6 +599,21 @@ def _clear_earlier_run(out: pathlib.Path, model: pathlib.Path, resume_from: path
         samples.unlink(missing_ok=True)
     for path in earlier:
         shutil.rmtree(path)
+
+
+def _resumable(out: pathlib.Path, model: str, log) -> tuple[pathlib.Path, dict] | None:
+    """The newest checkpoint in `out` with a trainer state, and that state, if its run started from
+    `model` as it is now (a rerun SFT writes a new checkpoint, or overwrites one); else None: the
+    run starts over."""
+    newest = latest_checkpoint(out, STATE)
+    if newest is None:
+        return None
+    state = torch.load(newest / STATE, map_location="cpu", weights_only=False)  # the optimizer moves it
+    if state.get("start") != fingerprint(model):
+        was = (state.get("start") or [None])[0]
+        log(f"rl: {newest} is of a run that started from another model ({was}): starting over")
+        return None
+    return newest, state
 
 
 def _step_of(checkpoint: pathlib.Path) -> int:
