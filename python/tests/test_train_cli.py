@@ -192,7 +192,7 @@ def test_saved_answers_serve_only_the_settings_and_model_files_they_were_sampled
     model = tmp_path / "model"
     model.mkdir()
     (model / "weights").write_bytes(b"1234")
-    settings = {"model": str(model), "model_files": evaluate.fingerprint(str(model))[1], "samples": 4, "greedy": True}
+    settings = {"model": str(model), "model_files": evaluate.model_files(str(model)), "samples": 4, "greedy": True}
     answers = [{"id": "t#0", "task_id": "t", "group": "t", "sample": 0, "response": "r"}]
     where = tmp_path / "eval"
     where.mkdir()
@@ -201,7 +201,7 @@ def test_saved_answers_serve_only_the_settings_and_model_files_they_were_sampled
     assert evaluate._saved_answers(where, settings) == answers
     assert evaluate._saved_answers(where, {**settings, "samples": 8}) is None
     (model / "weights").write_bytes(b"12345")  # SFT run again into the same checkpoint directory
-    assert evaluate._saved_answers(where, {**settings, "model_files": evaluate.fingerprint(str(model))[1]}) is None
+    assert evaluate._saved_answers(where, {**settings, "model_files": evaluate.model_files(str(model))}) is None
     (where / "answers.jsonl").write_text('{"id": "t#0", "tru')  # cut mid-write by hand: unreadable
     assert evaluate._saved_answers(where, settings) is None
     assert not list(where.glob("*.partial"))

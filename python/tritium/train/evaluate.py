@@ -80,7 +80,7 @@ def evaluate_models(
         for model_dir, out in models_out:
             where = pathlib.Path(out)
             where.mkdir(parents=True, exist_ok=True)
-            settings = {"model": str(model_dir), "model_files": fingerprint(model_dir)[1]}
+            settings = {"model": str(model_dir), "model_files": model_files(model_dir)}
             settings |= {"tasks": tasks_hash, **base}
             answers = _saved_answers(where, settings)
             if answers is None:
@@ -179,12 +179,12 @@ def _sample(model_dir: str, tasks: str, settings: dict, device: str, prompts_per
     return sampled + greedy_items
 
 
-def fingerprint(model: str) -> list:
-    """What tells one saved model from another: its path, and each of its files' name, size and
-    modification time (a rerun SFT overwrites its checkpoint-N); a preset name has no files."""
+def model_files(model: str) -> list:
+    """What tells one saved model from another at the same path (a rerun SFT overwrites its
+    checkpoint-N): each file's name, size and modification time; a preset name has none."""
     path = pathlib.Path(model)
     files = sorted(f for f in path.iterdir() if f.is_file()) if path.is_dir() else []
-    return [str(model), [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]]
+    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
 
 
 def _saved_answers(where: pathlib.Path, settings: dict) -> list[dict] | None:

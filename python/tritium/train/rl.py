@@ -36,7 +36,7 @@ from . import grpo, models, rollout
 from .board import Board, progress
 from .cli import parse_config
 from .curriculum import Curriculum, parse_weights, task_level
-from .evaluate import fingerprint
+from .evaluate import model_files
 from .rollout import rollouts
 from .sft import latest_checkpoint
 
@@ -530,15 +530,15 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
                         f.writelines(json.dumps({"step": step, **sample}) + "\n" for sample in st["samples"])
             _show(cfg, record, bar, board, log)
             if ((cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps) and main:
-                state = {
-                    "start": fingerprint(cfg.model),
+                trainer_state = {
+                    "start": {"model": cfg.model, "files": model_files(cfg.model)},
                     "step": step,
                     "optimizer": optimizer.state_dict(),
                     "draw": draws.get(step + 1, rng.getstate()),
                     "open_levels": curriculum.open,
                     "top_rollouts": top_rollouts,
                 }
-                save_checkpoint(model, tokenizer, out / f"checkpoint-{step}", state)
+                save_checkpoint(model, tokenizer, out / f"checkpoint-{step}", trainer_state)
             accelerator.wait_for_everyone()
     finally:
         scorer.shutdown(wait=False, cancel_futures=True)
@@ -609,8 +609,8 @@ def _resumable(out: pathlib.Path, model: str, log) -> tuple[pathlib.Path, dict] 
     if newest is None:
         return None
     state = torch.load(newest / STATE, map_location="cpu", weights_only=False)  # the optimizer moves it
-    if state.get("start") != fingerprint(model):
-        was = (state.get("start") or [None])[0]
+    if state.get("start") != {"model": model, "files": model_files(model)}:
+        was = (state.get("start") or {}).get("model")
         log(f"rl: {newest} is of a run that started from another model ({was}): starting over")
         return None
     return newest, state
