@@ -227,3 +227,39 @@ def test_models_evaluated_together_keep_the_verdicts_of_those_before_one_that_fa
     # The first model's answers were judged while the second was loading, and kept.
     assert len((tmp_path / "a" / "verdicts.jsonl").read_text().splitlines()) == 2
     assert not (tmp_path / "b" / "verdicts.jsonl").exists()
+
+
+def test_an_engine_that_times_on_the_gpu_judges_each_model_before_the_next_one_samples(tmp_path, monkeypatch):
+    from conftest import EXAMPLE_TASKS
+
+    from tritium import api
+    from tritium.train import evaluate, models
+    from tritium.train.rl import save_checkpoint
+
+    # A CPU engine never times, so its judging may go on beside the next model's sampling ...
+    cpu = api.Engine(device="cpu", jobs=1, timing=True)
+    assert evaluate.judges_beside_sampling(cpu.info())
+    # ... one that times on a GPU may not: the decoding would share the GPU with the timed kernels.
+    assert not evaluate.judges_beside_sampling({**cpu.info(), "device": "cuda", "timing": True})
+
+    source = (EXAMPLE_TASKS / "level1" / "01_relu.py").read_text()
+    tiny = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2}
+    model, tokenizer = models.load("tiny", corpus=[source], tiny={**tiny, "intermediate_size": 64})
+    for name in ("one", "two"):
+        save_checkpoint(model, tokenizer, tmp_path / name)
+    tasks = tmp_path / "heldout.jsonl"
+    tasks.write_text(json.dumps({"id": "level1/01_relu", "source": source}) + "\n")
+    judged_before_sampling = []
+    sample = evaluate._sample
+
+    def recording_sample(model_dir, *args):
+        judged_before_sampling.append((tmp_path / "a" / "verdicts.jsonl").exists())
+        return sample(model_dir, *args)
+
+    monkeypatch.setattr(evaluate, "_sample", recording_sample)
+    monkeypatch.setattr(evaluate, "judges_beside_sampling", lambda info: False)  # as a timing GPU engine's
+    runs = [(str(tmp_path / "one"), str(tmp_path / "a")), (str(tmp_path / "two"), str(tmp_path / "b"))]
+    settings = dict(samples=2, max_new_tokens=8, engine_device="cpu", engine_jobs=1, device="cpu", log=lambda _: None)
+    evaluate.evaluate_models(runs, str(tasks), **settings)
+    assert judged_before_sampling == [False, True]
+    assert len((tmp_path / "b" / "verdicts.jsonl").read_text().splitlines()) == 2

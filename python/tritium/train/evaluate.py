@@ -52,9 +52,10 @@ def evaluate_models(
 ) -> list[dict]:
     """Each (model, OUT) of `models_out` on the held-out `tasks`: writes OUT/verdicts.jsonl and
     OUT/report.{md,json,html}, broken down by level (a synthesized task's difficulty); returns each
-    one's overall metrics. The models share one engine, and a model's answers are judged while the
-    next one's are sampled: an ablation's evals (SFT and each arm) in one device call instead of one
-    call each. `engine_timeout_s` bounds each sample's evaluation (0: the engine's default),
+    one's overall metrics. The models share one engine (its references computed once for all), and
+    a model's answers are judged while the next one's are sampled, unless the engine times kernels on
+    the GPU the sampler uses (judges_beside_sampling): an ablation's evals in one device call instead
+    of one call each. `engine_timeout_s` bounds each sample's evaluation (0: the engine's default),
     `engine_jobs` is the engine's candidate slots (0: its default; on an H100, 8 slots judged 400
     mid-size answers in 252 s, 4.8 s a job). `generator` samples them (tritium.train.rollout), from
     the model with its parameters in `dtype` ("": as saved): on the H200 the bfloat16 compiled
@@ -84,6 +85,9 @@ def evaluate_models(
             settings |= {"tasks": tasks_hash, **base}
             answers = _saved_answers(where, settings)
             if answers is None:
+                if engine is not None and not judges_beside_sampling(engine.info()):
+                    for judged in pending:  # the earlier models' timings done with the GPU to themselves
+                        judged.result()
                 answers = _sample(model_dir, tasks, settings, device, prompts_per_generate, log)
                 _save_answers(where, settings, answers)
                 _release()
@@ -104,6 +108,16 @@ def evaluate_models(
         return [future.result() for future in pending]
     finally:
         judging.shutdown(wait=True, cancel_futures=True)
+
+
+def judges_beside_sampling(engine_info: dict) -> bool:
+    """Whether a model's answers may be judged while the next model samples: not where the engine
+    times kernels on a GPU: a kernel timed beside another process's decoding shares the GPU with it
+    (their contexts take turns), and so do the references timed then. On an H100 (2026-12-06) an
+    arm's correct answers judged while the next arm sampled, its first 83 s, were all timed above
+    the timing floor at 0.03-1.73x, and every one judged after it below the floor at 0.17-1.09x,
+    as in the evals judged alone. Untimed, or on a CPU engine, the verdicts do not depend on it."""
+    return not engine_info.get("timing", False)
 
 
 def _release() -> None:

@@ -608,7 +608,9 @@ def _resumable(out: pathlib.Path, model: str, log) -> tuple[pathlib.Path, dict] 
     newest = latest_checkpoint(out, STATE)
     if newest is None:
         return None
-    state = torch.load(newest / STATE, map_location="cpu", weights_only=False)  # the optimizer moves it
+    # Mapped, not read: the start is compared before the optimizer's state (twice the weights) is
+    # paged in, and a run from another model reads none of it. The optimizer moves it to the device.
+    state = torch.load(newest / STATE, map_location="cpu", weights_only=False, mmap=True)
     if state.get("start") != {"model": model, "files": model_files(model)}:
         was = (state.get("start") or {}).get("model")
         log(f"rl: {newest} is of a run that started from another model ({was}): starting over")
