@@ -10,6 +10,11 @@
                                                         each run's wall against the first's
     python engine_bench.py contexts [--counts 1,4,16]   GPU: N processes make their CUDA contexts at once (torch
                                                         imported before): each one's seconds, against one alone
+    python engine_bench.py beside [--sequences 256]     GPU: the example solutions timed by a fresh engine alone
+                                                        (the baseline), then beside a model decoding on the same
+                                                        GPU without and with the decoder's share of the timing
+                                                        lock (train/rollout.py): each run's below-floor marks and
+                                                        speedups against the baseline's, and the decoding's tokens/s
     python engine_bench.py cache [--device cpu|cuda]    second run of a batch from the verdict cache
     python engine_bench.py small [--runs 3]             GPU: the example solutions (small, launch-bound kernels)
                                                         in separate engine runs with the default slots: each
@@ -187,6 +192,87 @@ def small(args) -> dict:
         print("TARGET MISSED:", f)
     print("all targets met" if not failed else f"{len(failed)} target(s) missed", flush=True)
     return {"kernels": summary, "marked": marked, "failed": failed}
+
+
+# "beside": the decoding model, SmolLM2-135M's shape with random weights (its load on the GPU is
+# what RL's generation beside the engine is; its tokens mean nothing).
+DECODER = {"hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9}
+DECODER |= {"num_key_value_heads": 3}
+
+
+def beside(args) -> dict:
+    """The example solutions judged by a fresh engine alone, then beside a decoding model without
+    and with its share of the GPU lock: whether decoding beside a timer distorts the timings."""
+    import torch
+
+    from tritium.runner.timing import GpuLock
+    from tritium.train import models, rollout
+
+    batch = [
+        {"id": e["id"].removesuffix("#0"), "task": e["task"], "code": e["code"]}
+        for e in example_batch(copies=1, wrong=0)
+    ]
+    model, tokenizer = models.load("tiny", corpus=[e["task"] for e in batch], tiny=DECODER)
+    model = models.cast_parameters(model, "bfloat16").to(args.device)
+    prompt = tokenizer(batch[0]["task"][:400])["input_ids"]
+    shared = rollout._timers_lock
+
+    def judged(decoding: str) -> dict:
+        stop, tokens = threading.Event(), [0]
+
+        def decode():
+            while not stop.is_set():
+                out = rollout.completion_ids(model, [prompt], args.sequences, 64, 1.0, 1.0, None, 0, "generate")
+                tokens[0] += sum(len(c) for c in out)
+
+        rollout._timers_lock = shared if decoding == "shared" else (lambda device: GpuLock(None))
+        decoder = threading.Thread(target=decode) if decoding != "none" else None
+        start = time.perf_counter()
+        engine = tritium.Engine(device=args.device, seed=3000)
+        if decoder:
+            decoder.start()
+        verdicts = engine.evaluate(batch)
+        wall = time.perf_counter() - start
+        stop.set()
+        if decoder:
+            decoder.join()
+        rollout._timers_lock = shared
+        del engine
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        by_id = {v["candidate_id"]: v for v in verdicts}
+        stats = [(v["runtime_stats"] or {}) for v in verdicts]
+        return {
+            "wall_s": wall,
+            "decoded_tokens_per_s": tokens[0] / wall,
+            "correct": sum(v["status"] == "correct" for v in verdicts),
+            "below_floor": sum(bool(v["below_timing_floor"]) for v in verdicts),
+            "not_exclusive": sum(s.get("exclusive") is False for s in stats),
+            "lock_wait_s": sum((v["phases_ms"] or {}).get("lock_wait", 0.0) for v in verdicts) / 1000,
+            "speedups": {k: v["speedup_eager"] for k, v in by_id.items()},
+        }
+
+    # Each run's line as soon as it is judged (one run takes about a minute on an H100: a call cut
+    # short still shows the runs it finished).
+    print(
+        f"{'decoding beside':16} {'wall s':>7} {'tokens/s':>9} {'correct':>8} {'floor':>6} {'not excl':>8} "
+        f"{'lock wait s':>11} {'speedup vs alone (geomean, range)':>34}",
+        flush=True,
+    )
+    runs = {}
+    for name in ("none", "unshared", "shared"):
+        r = runs[name] = judged(name)
+        alone = runs["none"]["speedups"]
+        ratios = [r["speedups"][k] / alone[k] for k in alone if alone[k] and r["speedups"].get(k)]
+        r["speedup_ratio_geomean"] = statistics.geometric_mean(ratios) if ratios else None
+        spread = f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
+        print(
+            f"{name:16} {r['wall_s']:7.1f} {r['decoded_tokens_per_s']:9.0f} {r['correct']:8} {r['below_floor']:6} "
+            f"{r['not_exclusive']:8} {r['lock_wait_s']:11.1f} "
+            f"{r['speedup_ratio_geomean'] or 0:20.3f}x ({spread})",
+            flush=True,
+        )
+    return runs
 
 
 def _clocks() -> str:
@@ -989,8 +1075,9 @@ def contexts(args) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "bench", choices=("repeatability", "throughput", "cache", "probe", "scale", "small", "contexts")
+        "bench", choices=("repeatability", "throughput", "cache", "probe", "scale", "small", "contexts", "beside")
     )
+    parser.add_argument("--sequences", type=int, default=256, help="beside: sequences the model decodes at once")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--wrong", type=int, default=4)
@@ -1041,6 +1128,7 @@ def main() -> None:
         "scale": scale,
         "small": small,
         "contexts": contexts,
+        "beside": beside,
     }
     result = benches[args.bench](args)
     if args.json:

@@ -164,6 +164,16 @@ def test_a_timer_waits_for_another_process_on_the_gpu(lock_dir):
     assert verdict["runtime_stats"]["exclusive"] is True
 
 
+def test_a_trainer_finds_the_lock_the_engine_times_each_gpu_under(lock_dir):
+    # A trainer decoding on a GPU takes a share of this lock (train/rollout.py): it must be the engine's.
+    from tritium.runner.timing import device_lock_path
+
+    assert all(device_lock_path(i) is None for i in range(torch.cuda.device_count()))  # no engine yet
+    tritium.Engine(device="cuda", static_check=False, timeout_s=60, memory_gb=4)
+    locks = sorted(str(lock) for lock in lock_dir.glob("gpu-*.lock"))
+    assert sorted(device_lock_path(i) for i in range(torch.cuda.device_count())) == locks
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root's engine runs candidates under other uids")
 def test_a_lock_directory_the_sandbox_cannot_reach_is_refused(tmp_path, monkeypatch):
     # Every candidate would otherwise fail on opening its GPU's lock, each with a PermissionError.

@@ -167,3 +167,47 @@ def test_compiled_rollouts_decode_through_the_gqa_attention_and_give_the_model_i
     assert ours == theirs
     with pytest.raises(ValueError, match="unknown options"):
         completion_ids(model, encoded, 1, 4, 0.0, 1.0, eos, pad, "compiled", options={"use_cuda_graph": False})
+
+
+def test_decoding_lets_a_waiting_timer_have_the_gpu_between_its_steps(tiny, tmp_path, monkeypatch):
+    import multiprocessing as mp
+    import time
+
+    from tritium.runner.timing import GpuLock
+    from tritium.train import rollout
+
+    lock = tmp_path / "gpu-0.lock"
+    lock.touch()
+    (tmp_path / "gpu-0.lock.gate").touch()
+    # The decoder's share of the lock, as a GPU's decoding takes it (here without a GPU to synchronize).
+    monkeypatch.setattr(rollout, "_timers_lock", lambda device: GpuLock(str(lock), gate_wait_s=float("inf")))
+    steps = []  # each decode step's moment
+    yielding = rollout._YieldToTimers.__call__
+
+    def counted(self, input_ids, scores):
+        steps.append(time.monotonic())
+        time.sleep(0.01)  # a decode step that takes its time, as on a GPU
+        return yielding(self, input_ids, scores)
+
+    monkeypatch.setattr(rollout._YieldToTimers, "__call__", counted)
+    log = mp.get_context("fork").Queue()
+
+    def timer():  # a candidate's timing in another process, once the decoding holds its share
+        time.sleep(0.3)
+        gpu = GpuLock(str(lock), wait_s=5.0)
+        with gpu.exclusive() as held:
+            log.put(("in", held, time.monotonic()))
+            time.sleep(0.2)
+            log.put(("out", held, time.monotonic()))
+
+    process = mp.get_context("fork").Process(target=timer)
+    model, tokenizer, prompts = tiny
+    process.start()
+    torch.manual_seed(0)  # a sample that runs to its limit here
+    rollouts(model, tokenizer, prompts[:1], 1, 120, 1.0, 1.0, "generate")
+    process.join(10)
+    (_, held, began), (_, _, ended) = log.get(timeout=1), log.get(timeout=1)
+    assert held  # exclusive: the decoder let go instead of making the timer wait out its share
+    assert began - max(t for t in steps if t < began) < 0.5  # at the step after it queued
+    assert not [t for t in steps if began < t < ended]  # no decode step while it timed
+    assert [t for t in steps if t > ended]  # and the decoding went on after it

@@ -10,7 +10,6 @@ starts another.
 
 import argparse
 import os
-import re
 import socket
 import sys
 
@@ -55,6 +54,8 @@ def _hello(device: str) -> dict:
 def _device_info(request: dict) -> dict:
     import torch
 
+    from . import timing
+
     index = torch.device(request.get("device", "cuda:0")).index or 0
     props = torch.cuda.get_device_properties(index)
     # The GPU itself, whatever index CUDA_VISIBLE_DEVICES gives it: engines name its lock after it.
@@ -66,7 +67,7 @@ def _device_info(request: dict) -> dict:
         "capability": f"{props.major}.{props.minor}",
         "memory_gb": props.total_memory / 2**30,
         "free_gb": free / 2**30,
-        "uuid": None if uuid is None else re.sub(r"[^\w.-]", "_", str(uuid)),
+        "uuid": timing.lock_name(uuid),
     }
 
 

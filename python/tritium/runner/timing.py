@@ -9,6 +9,9 @@ reference outputs are known, and their outputs are kept for the engine to compar
 
 import contextlib
 import fcntl
+import os
+import pathlib
+import re
 import statistics
 import time
 
@@ -67,6 +70,23 @@ HEAD_START_MAX_MS = 20.0
 # calls to speak of, repeated only within 22% (max/min) over three engine runs on the H200
 # (2026-12-02, engine_bench.py small); a microsecond of jitter is 5% of 20 us.
 FLOOR_MS = 0.02
+
+
+def lock_name(uuid) -> str | None:
+    """A GPU's UUID as its lock file's name carries it (engines name a GPU's lock after the GPU,
+    whatever index CUDA_VISIBLE_DEVICES gives it); None without one."""
+    return None if uuid is None else re.sub(r"[^\w.-]", "_", str(uuid))
+
+
+def device_lock_path(index: int) -> str | None:
+    """The lock that engines on this machine time GPU `index` (this process's numbering) under, as
+    the engine names it (TRITIUM_LOCK_DIR, default /tmp/tritium-gpu-locks, then gpu-UUID.lock);
+    None while no engine has made it. Other work on that GPU (a trainer's decoding) holds a share of
+    it so that no kernel is timed beside that work."""
+    uuid = lock_name(getattr(torch.cuda.get_device_properties(index), "uuid", None))
+    lock = pathlib.Path(os.environ.get("TRITIUM_LOCK_DIR") or "/tmp/tritium-gpu-locks")
+    lock /= f"gpu-{uuid or f'index-{index}'}.lock"
+    return str(lock) if lock.exists() and pathlib.Path(f"{lock}.gate").exists() else None
 
 
 class GpuLock:

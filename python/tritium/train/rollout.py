@@ -21,6 +21,11 @@ because, without flash-attention's paged kernels, each step attends every query 
 batch's cached keys through a dense mask: ~90% of its time is that forward on the GPU (53 ms a step
 at 64 sequences, 195 ms at 256). With the policy in bfloat16, compiled's second call made 5,143
 tokens/s at 64 sequences (generate in bfloat16: 506). So generate stays the default.
+On a GPU, "generate" and "compiled" decode holding a share of the GPU's timing lock, the one that
+engines on the machine time kernels under (runner.timing.GpuLock), and let it go between decode steps
+for a timer that waits: a kernel an engine times while the policy decodes (RL's scoring beside the
+next step's generation) then has the GPU to itself. Without it an H100's engine timed every correct
+kernel above the timing floor while a model decoded beside it, and below it alone (2026-12-06).
 All sample with torch's global generator, so a seed set before the call makes them repeatable,
 without a top-k cut; greedy decoding (temperature 0) gives them the same tokens up to
 floating-point ties. An eval's greedy answers can share its sampled answers' static batch
@@ -37,6 +42,7 @@ import torch
 from transformers import AttentionInterface, AttentionMaskInterface, LogitsProcessor, LogitsProcessorList
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+from ..runner import timing
 from . import data
 
 GENERATORS = ("auto", "continuous", "compiled", "generate")
@@ -126,6 +132,27 @@ class _GreedyRows(LogitsProcessor):
         return torch.where(self.rows[:, None], only_top, scores)
 
 
+class _YieldToTimers(LogitsProcessor):
+    """Called once a decode step, between steps: where a timer waits for the GPU, lets this
+    process's share go (after its queued work) and takes it back after the timer's round."""
+
+    def __init__(self, lock: timing.GpuLock):
+        self.lock = lock
+
+    def __call__(self, input_ids, scores):
+        self.lock.yield_to_timers()
+        return scores
+
+
+def _timers_lock(device: torch.device) -> timing.GpuLock:
+    """A share of `device`'s timing lock for decoding on it; a no-op lock on the CPU, or while no
+    engine on this machine has made the GPU's lock. Its gate wait is unbounded: a decoder waits
+    out every queued timer (each bounded by its job's limit), where the engine's sharers give up after GATE_WAIT_S."""
+    path = timing.device_lock_path(device.index or 0) if device.type == "cuda" else None
+    sync = torch.cuda.synchronize if path else None
+    return timing.GpuLock(path, sync=sync, gate_wait_s=float("inf"))
+
+
 @torch.no_grad()
 def _static(
     model,
@@ -149,16 +176,19 @@ def _static(
     inputs = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=device)
     mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
     extra = {"cache_implementation": "static"} if compiled else {}
+    lock = _timers_lock(device)
+    processors = LogitsProcessorList([_YieldToTimers(lock)] if lock.lock else [])
     if greedy_too and sampling.get("do_sample"):  # each prompt's last row
         greedy = torch.tensor([k == samples for _ in encoded for k in range(per_prompt)], device=device)
-        extra["logits_processor"] = LogitsProcessorList([_GreedyRows(greedy)])
-    with _attention(model, attention):
+        processors.append(_GreedyRows(greedy))
+    with _attention(model, attention), lock.shared():
         out = model.generate(
             input_ids=inputs,
             attention_mask=mask,
             max_new_tokens=max_new_tokens,
             pad_token_id=pad,
             eos_token_id=eos,
+            logits_processor=processors,
             **sampling,
             **extra,
         )
