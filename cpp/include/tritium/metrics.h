@@ -35,7 +35,7 @@ struct TaskTally {
   std::string task_id;
   int samples = 0, correct = 0;
   std::vector<int> faster_eager, faster_compile;         // per MetricsOptions::ps; empty when untimed
-  std::vector<double> eager_speedups, compile_speedups;  // of its correct, timed samples
+  std::vector<double> eager_speedups, compile_speedups;  // credited to its correct, timed samples (fast_p's)
 };
 
 /// A speedup distribution's summary; unset when there is nothing to summarise.
@@ -74,6 +74,8 @@ struct Summary {
   std::vector<AtK> pass;                        // per k
   std::vector<AtK> fast_eager, fast_compile;    // per (p, k)
   bool timed = false;                           // some correct sample has a measured speedup
+  // Of those, the ones timed below the timing floor: fast_p credits them with at most 1x.
+  std::size_t below_floor_eager = 0, below_floor_compile = 0;
   // Speedups of the correct, timed samples; and of all samples with the convention that a sample
   // that is not correct counts as 1.0 (the PyTorch reference stays in place).
   SpeedupSummary correct_eager, correct_compile, all_eager, all_compile;

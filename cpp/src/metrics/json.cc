@@ -45,6 +45,7 @@ Json to_json(const Summary& s) {
           {"rules", s.rules},
           {"pass", pass_json(s.pass)},
           {"timed", s.timed},
+          {"below_timing_floor", {{"eager", s.below_floor_eager}, {"compile", s.below_floor_compile}}},
           {"fast_eager", fast_json(s.fast_eager)},
           {"fast_compile", fast_json(s.fast_compile)},
           {"intervals",  // [low, high]: 95% bootstrap over tasks (bootstrap_mean)

@@ -18,6 +18,17 @@ std::optional<double> speedup(const Verdict& v, bool compile) {
   return std::nullopt;
 }
 
+bool below_floor(const Verdict& v, bool compile) {
+  return compile ? v.compile_below_timing_floor : v.below_timing_floor;
+}
+
+// What fast_p credits a sample with: a speedup timed below the timing floor is the host's launch
+// time, noise (docs/engine.md), so it counts as at most 1x, as rewards count it; a slowdown stands.
+std::optional<double> credited(const Verdict& v, bool compile) {
+  const auto s = speedup(v, compile);
+  return s && below_floor(v, compile) ? std::optional<double>(std::min(*s, 1.0)) : s;
+}
+
 SpeedupSummary summarise(std::vector<double> xs) {
   SpeedupSummary s;
   s.n = xs.size();
@@ -127,17 +138,20 @@ Summary summarise_verdicts(const std::vector<const Verdict*>& verdicts, const Me
     const bool correct = v->status == "correct";
     t.correct += correct;
     const auto se = speedup(*v, false), sc = speedup(*v, true);
+    const auto fe = credited(*v, false), fc = credited(*v, true);
     for (std::size_t pi = 0; pi < o.ps.size(); ++pi) {
-      t.faster_eager[pi] += se && *se > o.ps[pi];
-      t.faster_compile[pi] += sc && *sc > o.ps[pi];
+      t.faster_eager[pi] += fe && *fe > o.ps[pi];
+      t.faster_compile[pi] += fc && *fc > o.ps[pi];
     }
     if (se) {
       ce.push_back(*se);
-      t.eager_speedups.push_back(*se);
+      t.eager_speedups.push_back(*fe);
+      s.below_floor_eager += below_floor(*v, false);
     }
     if (sc) {
       cc.push_back(*sc);
-      t.compile_speedups.push_back(*sc);
+      t.compile_speedups.push_back(*fc);
+      s.below_floor_compile += below_floor(*v, true);
     }
     ae.push_back(se.value_or(1.0));
     ac.push_back(sc.value_or(1.0));

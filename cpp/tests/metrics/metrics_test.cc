@@ -87,6 +87,31 @@ TEST(Metrics, UntimedRunsHaveNoFastOrSpeedup) {
   EXPECT_DOUBLE_EQ(*s.pass[0].value, 0.5);
 }
 
+TEST(Metrics, FastPCreditsASpeedupBelowTheTimingFloorWithOneAtMost) {
+  // Task a: correct at 2x, but timed below the floor against eager (host-bound: noise), and at 3x
+  // against compile above it; a 0.5x below the floor: a slowdown stands. Task b: 1.5x, above it.
+  std::vector<Verdict> v{verdict("a", "correct", 2.0, 3.0), verdict("a", "correct", 0.5, 0.5),
+                         verdict("b", "correct", 1.5, 1.2)};
+  v[0].below_timing_floor = v[1].below_timing_floor = true;
+  v[1].compile_below_timing_floor = true;
+  MetricsOptions o;
+  o.ks = {1};
+  o.ps = {0.0, 1.0};
+  const Summary s = compute_metrics(v, o).overall;
+  auto at = [](const std::vector<AtK>& l, double p) {
+    for (const auto& a : l)
+      if (a.p == p && a.k == 1) return *a.value;
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(at(s.fast_eager, 0.0), 1.0);          // correct and timed: all of them
+  EXPECT_DOUBLE_EQ(at(s.fast_eager, 1.0), (0.0 + 1.0) / 2);  // only b's 1.5x is faster
+  EXPECT_DOUBLE_EQ(at(s.fast_compile, 1.0), (0.5 + 1.0) / 2);  // a's 3x against compile stands
+  EXPECT_DOUBLE_EQ(*fast_curve(s, {1.0}, false)[0].value, 0.5);  // the curve agrees
+  EXPECT_EQ(s.below_floor_eager, 2u);
+  EXPECT_EQ(s.below_floor_compile, 1u);
+  EXPECT_DOUBLE_EQ(*s.correct_eager.max, 2.0);  // the speedups as measured stay in the summaries
+}
+
 TEST(Metrics, StagesStatusesRulesAndLevels) {
   std::vector<Verdict> vs{verdict("level1/1_relu", "invalid_syntax"),
                           verdict("level1/1_relu", "hack"),
