@@ -71,9 +71,8 @@ Table headline(std::span<const RunReport> runs, const std::function<const Summar
     });
   }
   if (timed) {
-    row("correct, timed below the floor (eager; fast_p counts them as 1x at most)", [](const Summary& s) {
-      return fmt::format("{} of {}", s.below_floor_eager, s.correct_eager.n);
-    });
+    row("correct, timed below the floor (eager; fast_p counts them as 1x at most)",
+        [](const Summary& s) { return fmt::format("{} of {}", s.below_floor_eager, s.correct_eager.n); });
     row("geomean speedup, correct (eager)", [](const Summary& s) { return times(s.correct_eager.geomean); });
     row("mean speedup, correct (eager)", [](const Summary& s) { return times(s.correct_eager.mean); });
     row("geomean speedup, correct (compile)", [](const Summary& s) { return times(s.correct_compile.geomean); });

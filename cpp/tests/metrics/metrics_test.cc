@@ -103,9 +103,9 @@ TEST(Metrics, FastPCreditsASpeedupBelowTheTimingFloorWithOneAtMost) {
       if (a.p == p && a.k == 1) return *a.value;
     return -1.0;
   };
-  EXPECT_DOUBLE_EQ(at(s.fast_eager, 0.0), 1.0);          // correct and timed: all of them
-  EXPECT_DOUBLE_EQ(at(s.fast_eager, 1.0), (0.0 + 1.0) / 2);  // only b's 1.5x is faster
-  EXPECT_DOUBLE_EQ(at(s.fast_compile, 1.0), (0.5 + 1.0) / 2);  // a's 3x against compile stands
+  EXPECT_DOUBLE_EQ(at(s.fast_eager, 0.0), 1.0);                  // correct and timed: all of them
+  EXPECT_DOUBLE_EQ(at(s.fast_eager, 1.0), (0.0 + 1.0) / 2);      // only b's 1.5x is faster
+  EXPECT_DOUBLE_EQ(at(s.fast_compile, 1.0), (0.5 + 1.0) / 2);    // a's 3x against compile stands
   EXPECT_DOUBLE_EQ(*fast_curve(s, {1.0}, false)[0].value, 0.5);  // the curve agrees
   EXPECT_EQ(s.below_floor_eager, 2u);
   EXPECT_EQ(s.below_floor_compile, 1u);
