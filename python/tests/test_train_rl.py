@@ -81,6 +81,9 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path, monkeypatch):
     assert set(record["seconds"]) == {"generate", "score", "update"} and min(record["seconds"].values()) > 0
     assert record["generate_tokens_per_s"] > 0 and record["update_tokens_per_s"] > 0
     assert isinstance(record["score_phases_s"], dict)  # empty when no sample reached the engine's runners
+    # The engine's room for jobs, set when it started: what its admissions waited for.
+    assert record["engine"]["jobs"] == 1 and record["engine"]["memory_budget_gb"] > 0
+    assert record["engine"]["memory_waits"] >= 0 and "GB for its jobs" in logs[0]
     # TensorBoard holds the same figures, one scalar per step.
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

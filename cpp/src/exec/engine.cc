@@ -1046,6 +1046,7 @@ Json Engine::info() const {
           {"disk_waits", impl_->disk->waits()},              // jobs that waited for room on disk
           {"memory_waits", impl_->memory->waits()},          // ... for room in the device's memory
           {"memory_retries", impl_->memory_retries.load()},  // ... run again alone after an out-of-memory
+          {"memory_budget_gb", static_cast<double>(impl_->memory_budget) / (1ull << 30)},  // jobs' device room
           {"cache", o.cache.empty() ? Json(nullptr) : Json(o.cache)},
           {"sandbox", impl_->sandbox_report},
           {"startup_ms", impl_->startup_ms},  // Engine::create's steps

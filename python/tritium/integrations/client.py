@@ -50,6 +50,13 @@ class RewardClient:
             return self._score_remote(items)
         return self._score_local(items)
 
+    def engine_info(self) -> dict | None:
+        """The in-process engine's info() (its slots, memory budget, admissions that waited); None
+        before its first batch, or with endpoints."""
+        with self._lock:
+            engine = self._engine
+        return engine.info() if engine is not None else None
+
     def _score_local(self, items: list[dict]) -> list[dict]:
         from .. import api
 
