@@ -114,9 +114,9 @@ def judges_beside_sampling(engine_info: dict) -> bool:
     """Whether a model's answers may be judged while the next model samples: not where the engine
     times kernels on a GPU: a kernel timed beside another process's decoding shares the GPU with it
     (their contexts take turns), and so do the references timed then. On an H100 (2026-12-06) an
-    arm's correct answers judged while the next arm sampled, its first 83 s, were all timed above
-    the timing floor at 0.03-1.73x, and every one judged after it below the floor at 0.17-1.09x,
-    as in the evals judged alone. Untimed, or on a CPU engine, the verdicts do not depend on it."""
+    arm's correct answers judged while the next arm sampled, in its first 63 s, were all timed above
+    the timing floor at 0.03-1.73x, and every one judged from 83 s on below it at 0.17-1.09x, as in
+    the evals judged alone. Untimed, or on a CPU engine, the verdicts do not depend on it."""
     return not engine_info.get("timing", False)
 
 
