@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine without network (docs/gpu.md): build Tritium from .deps, run the GPU tests and
 # the engine benchmarks in one call. Results go to $OUT (or ./gpu-results).
-#   bash scripts/gpu-check.sh [tests|repeatability|throughput|contexts|cache|probe|scale|demo|synth|search|fragments|model|train|ablation|train-parity]...
+#   bash scripts/gpu-check.sh [tests|repeatability|throughput|contexts|beside|cache|probe|scale|demo|synth|search|fragments|model|train|ablation|train-parity]...
 #   (default: the first four; a benchmark step's extra flags come from <STEP>_ARGS, e.g. PROBE_ARGS)
 # scale: the KernelBench-size suite (examples/kernelbench_scale) through the engine and the naive baseline;
 #   it exits 1 when a target is missed, which ends the call (SCALE_ARGS="--only-engine" skips the baseline).

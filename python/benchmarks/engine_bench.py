@@ -10,11 +10,11 @@
                                                         each run's wall against the first's
     python engine_bench.py contexts [--counts 1,4,16]   GPU: N processes make their CUDA contexts at once (torch
                                                         imported before): each one's seconds, against one alone
-    python engine_bench.py beside [--sequences 256]     GPU: the example solutions timed by a fresh engine alone
-                                                        (the baseline), then beside a model decoding on the same
-                                                        GPU without and with the decoder's share of the timing
-                                                        lock (train/rollout.py): each run's below-floor marks and
-                                                        speedups against the baseline's, and the decoding's tokens/s
+    python engine_bench.py beside [--sequences 256]     GPU: the example solutions timed by one engine alone (the
+                                                        baseline), then beside a model decoding on the same GPU
+                                                        without and with the decoder's share of the timing lock
+                                                        (train/rollout.py): each run's below-floor marks and
+                                                        runtimes against the baseline's, the decoding's tokens/s
     python engine_bench.py cache [--device cpu|cuda]    second run of a batch from the verdict cache
     python engine_bench.py small [--runs 3]             GPU: the example solutions (small, launch-bound kernels)
                                                         in separate engine runs with the default slots: each
@@ -201,23 +201,28 @@ DECODER |= {"num_key_value_heads": 3}
 
 
 def beside(args) -> dict:
-    """The example solutions judged by a fresh engine alone, then beside a decoding model without
-    and with its share of the GPU lock: whether decoding beside a timer distorts the timings."""
+    """The example solutions judged by one engine with nothing else on the GPU (the baseline; their
+    references made and timed then), then again beside a model decoding on the same GPU, without and
+    with the decoder's share of the GPU lock: whether decoding beside a timer distorts the timings,
+    and what letting timers in costs the decoding."""
     import torch
 
     from tritium.runner.timing import GpuLock
     from tritium.train import models, rollout
 
-    batch = [
-        {"id": e["id"].removesuffix("#0"), "task": e["task"], "code": e["code"]}
-        for e in example_batch(copies=1, wrong=0)
-    ]
-    model, tokenizer = models.load("tiny", corpus=[e["task"] for e in batch], tiny=DECODER)
+    examples = example_batch(copies=1, wrong=0)
+    model, tokenizer = models.load("tiny", corpus=[e["task"] for e in examples], tiny=DECODER)
     model = models.cast_parameters(model, "bfloat16").to(args.device)
-    prompt = tokenizer(batch[0]["task"][:400])["input_ids"]
+    prompt = tokenizer(examples[0]["task"][:400])["input_ids"]
     shared = rollout._timers_lock
+    engine = tritium.Engine(device=args.device, seed=3000)
 
     def judged(decoding: str) -> dict:
+        # Each run's candidates salted apart: judged afresh, against the references the first run made.
+        batch = [
+            {"id": e["id"].removesuffix("#0"), "task": e["task"], "code": e["code"] + f"# {decoding}\n"}
+            for e in examples
+        ]
         stop, tokens = threading.Event(), [0]
 
         def decode():
@@ -227,20 +232,19 @@ def beside(args) -> dict:
 
         rollout._timers_lock = shared if decoding == "shared" else (lambda device: GpuLock(None))
         decoder = threading.Thread(target=decode) if decoding != "none" else None
-        start = time.perf_counter()
-        engine = tritium.Engine(device=args.device, seed=3000)
         if decoder:
             decoder.start()
+            while not tokens[0] and decoder.is_alive():  # decoding at full speed before the batch starts
+                time.sleep(0.1)
+        start = time.perf_counter()
         verdicts = engine.evaluate(batch)
         wall = time.perf_counter() - start
         stop.set()
         if decoder:
             decoder.join()
         rollout._timers_lock = shared
-        del engine
         if torch.cuda.is_available():
             torch.cuda.synchronize()
-        by_id = {v["candidate_id"]: v for v in verdicts}
         stats = [(v["runtime_stats"] or {}) for v in verdicts]
         return {
             "wall_s": wall,
@@ -249,27 +253,26 @@ def beside(args) -> dict:
             "below_floor": sum(bool(v["below_timing_floor"]) for v in verdicts),
             "not_exclusive": sum(s.get("exclusive") is False for s in stats),
             "lock_wait_s": sum((v["phases_ms"] or {}).get("lock_wait", 0.0) for v in verdicts) / 1000,
-            "speedups": {k: v["speedup_eager"] for k, v in by_id.items()},
+            "runtimes_ms": {v["candidate_id"]: v["runtime_ms"] for v in verdicts},
         }
 
-    # Each run's line as soon as it is judged (one run takes about a minute on an H100: a call cut
-    # short still shows the runs it finished).
+    # Each run's line as soon as it is judged: a call cut short still shows the runs it finished.
     print(
         f"{'decoding beside':16} {'wall s':>7} {'tokens/s':>9} {'correct':>8} {'floor':>6} {'not excl':>8} "
-        f"{'lock wait s':>11} {'speedup vs alone (geomean, range)':>34}",
+        f"{'lock wait s':>11} {'runtime vs alone (geomean, range)':>34}",
         flush=True,
     )
     runs = {}
     for name in ("none", "unshared", "shared"):
         r = runs[name] = judged(name)
-        alone = runs["none"]["speedups"]
-        ratios = [r["speedups"][k] / alone[k] for k in alone if alone[k] and r["speedups"].get(k)]
-        r["speedup_ratio_geomean"] = statistics.geometric_mean(ratios) if ratios else None
+        alone = runs["none"]["runtimes_ms"]
+        ratios = [r["runtimes_ms"][k] / alone[k] for k in alone if alone[k] and r["runtimes_ms"].get(k)]
+        r["runtime_ratio_geomean"] = statistics.geometric_mean(ratios) if ratios else None
         spread = f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
         print(
             f"{name:16} {r['wall_s']:7.1f} {r['decoded_tokens_per_s']:9.0f} {r['correct']:8} {r['below_floor']:6} "
             f"{r['not_exclusive']:8} {r['lock_wait_s']:11.1f} "
-            f"{r['speedup_ratio_geomean'] or 0:20.3f}x ({spread})",
+            f"{r['runtime_ratio_geomean'] or 0:20.3f}x ({spread})",
             flush=True,
         )
     return runs
