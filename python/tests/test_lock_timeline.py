@@ -64,9 +64,20 @@ def test_a_disagreement_says_how_many_contexts_were_made_during_its_hold():
         "id": "a",
         "kind": "honest",
         "runtime_ms": 7.1,
-        "naive_runtime_ms": 3.3,
+        "do_bench_ms": 3.3,
+        "naive_runtime_ms": 3.4,
         "below_timing_floor": False,
         "runtime_stats": {"exclusive": True},
     }
     (line,) = engine_bench._disagreements([item], {"a": 2})
     assert "2 CUDA context(s) made during its exclusive hold" in line
+
+
+def test_the_engine_is_checked_against_do_bench_not_the_harness_that_times_each_launch():
+    # The harness's loop synchronizes after each call, so its time carries the host's launch: 2.663 ms
+    # against the engine's 2.508 for a 2.5-ms sum on the H200. do_bench, which does not, is the check.
+    item = {"id": "sum", "kind": "honest", "runtime_ms": 2.508, "naive_runtime_ms": 2.663, "below_timing_floor": False}
+    assert engine_bench._disagreements([{**item, "do_bench_ms": 2.52}]) == []
+    (line,) = engine_bench._disagreements([{**item, "do_bench_ms": 2.75}])
+    assert "do_bench's 2.750 ms" in line and "own loop 2.663 ms" in line
+    assert engine_bench._disagreements([{**item, "do_bench_ms": None}]) == []  # not timed: nothing to check
