@@ -535,6 +535,8 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             record["generate_tokens_per_s"] = own_generated / max(clock["generate"], 1e-9)
             record["update_tokens_per_s"] = own_trained / max(clock["update"], 1e-9)
             record["engine"] = _engine_memory(client)
+            if device.type == "cuda":  # beside the engine's room: what the trainer's allocator took at most
+                record["trainer_peak_reserved_gb"] = torch.cuda.max_memory_reserved(device) / 2**30
             if cfg.curriculum and step % max(cfg.curriculum_every, 1) == 0:
                 torch.manual_seed(_seed_for(cfg.seed, "check", step))  # every process decides alike
                 record["curriculum"] = _check_curriculum(
