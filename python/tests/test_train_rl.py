@@ -53,6 +53,7 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path, monkeypatch):
             kl_coef=0.05,
             engine_device="cpu",
             engine_jobs=1,
+            engine_memory_gb=2.0,
         ),
         log=logs.append,
     )
@@ -82,7 +83,7 @@ def test_a_few_rl_steps_run_end_to_end(tmp_path, monkeypatch):
     assert record["generate_tokens_per_s"] > 0 and record["update_tokens_per_s"] > 0
     assert isinstance(record["score_phases_s"], dict)  # empty when no sample reached the engine's runners
     # The engine's room for jobs, set when it started: what its admissions waited for.
-    assert record["engine"]["jobs"] == 1 and record["engine"]["memory_budget_gb"] > 0
+    assert record["engine"]["jobs"] == 1 and record["engine"]["memory_budget_gb"] == 2.0  # as configured
     assert record["engine"]["memory_waits"] >= 0 and "GB for its jobs" in logs[0]
     # TensorBoard holds the same figures, one scalar per step.
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

@@ -242,10 +242,10 @@ class Engine:
     Create once and call evaluate() many times: runners stay warm and each task's reference is
     computed once. Options are EngineOptions' fields (docs/engine.md): device ("auto", "cpu", "cuda",
     "cuda:N"), profile, trials, jobs, timeout_s, seed, static_check, timing, cache, work_dir,
-    memory_gb, reference_cache_gb, keep_files, unsafe_sandbox, timer_gather_s, lazy_reference_timing,
-    fork_comparers, python (default: this interpreter); None means the default. Raises ValueError on an unknown or
-    bad option, RuntimeError when no runner can start, or when the sandbox cannot be established and
-    unsafe_sandbox is not set.
+    memory_gb, device_memory_gb, reference_cache_gb, keep_files, unsafe_sandbox, timer_gather_s,
+    lazy_reference_timing, fork_comparers, python (default: this interpreter); None means the default.
+    Raises ValueError on an unknown or bad option, RuntimeError when no runner can start, or when the
+    sandbox cannot be established and unsafe_sandbox is not set.
     """
 
     def __init__(self, **options):

@@ -121,6 +121,9 @@ struct EngineOptions {
   std::string work_dir;                 // empty = a fresh temporary directory, removed afterwards
   double memory_gb = 0;                 // per candidate worker, beyond the runtime (CPU only); 0 = auto:
                                         // 60% of physical memory shared among the jobs
+  double device_memory_gb = 0;          // what the jobs, references and timings in flight may reserve at
+                                        // once, per GPU (the host's memory on the CPU); 0 = 90% of the
+                                        // GPU's free memory when the engine starts (70% of physical memory)
   double reference_cache_gb = 0;        // disk for the reference files of tasks no candidate is using at
                                         // the moment (least recently used go first); 0 = half the free space
   bool keep_files = false;              // keep each candidate's directory (debugging)

@@ -894,10 +894,12 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     if (!options.fork_comparers) comparer_options.role = "comparer";  // its context kept across jobs
     impl->comparers.push_back(std::make_unique<exec::Runner>(comparer_options));
   }
-  // What jobs may hold at once: most of the GPU's free memory (of the first GPU: slots spread over
-  // GPUs alike), or of the host's on the CPU. A job alone always starts.
-  const double room_gb =
+  // What jobs may hold at once: as given, or most of the GPU's free memory (of the first GPU: slots
+  // spread over GPUs alike), or of the host's on the CPU. A job alone always starts. Given where the
+  // engine shares the GPU with a trainer, whose memory when the engine starts is not its peak.
+  const double free_room =
       gpu ? impl->device_info.value("free_gb", impl->device_info.value("memory_gb", 0.0)) * 0.9 : physical_gb() * 0.7;
+  const double room_gb = options.device_memory_gb > 0 ? options.device_memory_gb : free_room;
   impl->memory_budget = static_cast<std::uintmax_t>(room_gb * (1ull << 30)) *
                         static_cast<std::uintmax_t>(std::max(1, gpu ? impl->gpus : 1));
   impl->memory.emplace([room = impl->memory_budget] { return room; }, [] {}, 0);

@@ -25,6 +25,9 @@ std::optional<std::string> engine_options_error(const EngineOptions& options) {
   if (options.trials < 5) return fmt::format("trials {} is too few; the protocol needs at least 5", options.trials);
   if (!(options.timeout_s > 0)) return fmt::format("timeout {} s: it must be positive", options.timeout_s);
   // No bound beside the timeout: a timer never gathers past its own wait for the lock (timing.py).
+  if (!(options.device_memory_gb >= 0))
+    return fmt::format("device_memory_gb {}: it must be at least 0 (0: most of the free memory)",
+                       options.device_memory_gb);
   if (!(options.timer_gather_s >= 0))
     return fmt::format("timer_gather_s {} s: it must be at least 0", options.timer_gather_s);
   return std::nullopt;
@@ -37,6 +40,7 @@ Result<EngineOptions> engine_options_from_json(const Json& json) {
   r.read("jobs", o.jobs).read("timeout_s", o.timeout_s).read("seed", o.seed).read("static_check", o.static_check);
   r.read("timing", o.timing).read("cache", o.cache).read("work_dir", o.work_dir).read("memory_gb", o.memory_gb);
   r.read("reference_cache_gb", o.reference_cache_gb).read("keep_files", o.keep_files);
+  r.read("device_memory_gb", o.device_memory_gb);
   r.read("unsafe_sandbox", o.unsafe_sandbox).read("timer_gather_s", o.timer_gather_s);
   r.read("lazy_reference_timing", o.lazy_reference_timing).read("fork_comparers", o.fork_comparers);
   if (auto e = r.done()) return *e;
@@ -57,6 +61,7 @@ Json to_json(const EngineOptions& o) {
           {"cache", o.cache},
           {"work_dir", o.work_dir},
           {"memory_gb", o.memory_gb},
+          {"device_memory_gb", o.device_memory_gb},
           {"reference_cache_gb", o.reference_cache_gb},
           {"keep_files", o.keep_files},
           {"unsafe_sandbox", o.unsafe_sandbox},

@@ -14,6 +14,7 @@ TEST(EngineOptionsFromJson, RoundTripsEveryField) {
   o.timing = false;
   o.keep_files = true;
   o.memory_gb = 2.5;
+  o.device_memory_gb = 24;
   o.timer_gather_s = 0.25;
   o.lazy_reference_timing = true;
   auto back = engine_options_from_json(to_json(o));
@@ -32,6 +33,8 @@ TEST(EngineOptionsFromJson, RefusesTyposWrongTypesAndBadValues) {
   EXPECT_EQ(engine_options_from_json(Json{{"timer_gather_s", -1}}).error().message,
             "engine options: timer_gather_s -1 s: it must be at least 0");
   EXPECT_TRUE(engine_options_from_json(Json{{"timer_gather_s", 0}}));  // close at once
+  EXPECT_EQ(engine_options_from_json(Json{{"device_memory_gb", -2}}).error().message,
+            "engine options: device_memory_gb -2: it must be at least 0 (0: most of the free memory)");
   // The default beside a short limit (the timer's own wait bounds its gathering).
   EXPECT_TRUE(engine_options_from_json(Json{{"timeout_s", 0.05}}));
 }

@@ -131,6 +131,10 @@ void add_engine_flags(CLI::App* app, EngineFlags& f) {
   app->add_option("--memory-gb", f.engine.memory_gb,
                   "Memory per candidate worker beyond the runtime, CPU only (0: 60% of RAM shared among the jobs)")
       ->capture_default_str();
+  app->add_option("--device-memory-gb", f.engine.device_memory_gb,
+                  "Memory the jobs in flight may reserve at once, per GPU (0: 90% of its free memory at start)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app->add_option("--reference-cache-gb", f.engine.reference_cache_gb,
                   "Disk for the reference files of tasks not being judged (0: half the free space)")
       ->capture_default_str();

@@ -82,6 +82,10 @@ class RLConfig:
     # Candidate slots of the in-process engine; 0: its default, min(cores, 8) on a GPU. A mid-size rollout's job
     # took 4.8 s on an H100, mostly the fixed cost of its processes' CUDA contexts, so slots bound the scoring.
     engine_jobs: int = 0
+    # GB of the GPU the in-process engine's jobs may reserve at once; 0: 90% of what is free when it starts,
+    # at the first scoring (after the first generation: not the trainer's peak). Each RL step records the
+    # engine's room, its jobs' waits for it and the trainer's peak (rl_history.json), to set this from.
+    engine_memory_gb: float = 0.0
     seed: int = 0
     save_every: int = 0  # 0: only at the end
     # Continue from the latest checkpoint in `out` that holds a trainer state (the optimizer's, the task
@@ -475,6 +479,7 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
             device=cfg.engine_device,
             timeout_s=cfg.engine_timeout_s or None,
             jobs=cfg.engine_jobs,
+            device_memory_gb=cfg.engine_memory_gb or None,
             lazy_reference_timing=True,  # most of a step's tasks get no correct rollout: no speedup to compute
         )
     )
