@@ -146,8 +146,9 @@ class _YieldToTimers(LogitsProcessor):
 
 def _timers_lock(device: torch.device) -> timing.GpuLock:
     """A share of `device`'s timing lock for decoding on it; a no-op lock on the CPU, or while no
-    engine on this machine has made the GPU's lock. Its gate wait is unbounded: a decoder waits
-    out every queued timer (each bounded by its job's limit), where the engine's sharers give up after GATE_WAIT_S."""
+    engine on this machine has made the GPU's lock. Its gate wait is unbounded: a decoder waits out
+    every queued timer (each bounded by its job's limit), where the engine's own sharers give up
+    after GATE_WAIT_S in all."""
     path = timing.device_lock_path(device.index or 0) if device.type == "cuda" else None
     sync = torch.cuda.synchronize if path else None
     return timing.GpuLock(path, sync=sync, gate_wait_s=float("inf"))
