@@ -183,24 +183,28 @@ def test_decoding_lets_a_waiting_timer_have_the_gpu_between_its_steps(tiny, tmp_
     monkeypatch.setattr(rollout, "_timers_lock", lambda device: GpuLock(str(lock), gate_wait_s=float("inf")))
     steps = []  # each decode step's moment
     yielding = rollout._YieldToTimers.__call__
+    ctx = mp.get_context("fork")
+    decoding = ctx.Event()
 
     def counted(self, input_ids, scores):
         steps.append(time.monotonic())
+        decoding.set()
         time.sleep(0.01)  # a decode step that takes its time, as on a GPU
         return yielding(self, input_ids, scores)
 
     monkeypatch.setattr(rollout._YieldToTimers, "__call__", counted)
-    log = mp.get_context("fork").Queue()
+    log = ctx.Queue()
 
     def timer():  # a candidate's timing in another process, once the decoding holds its share
-        time.sleep(0.3)
+        assert decoding.wait(60)
+        time.sleep(0.1)
         gpu = GpuLock(str(lock), wait_s=5.0)
         with gpu.exclusive() as held:
             log.put(("in", held, time.monotonic()))
             time.sleep(0.2)
             log.put(("out", held, time.monotonic()))
 
-    process = mp.get_context("fork").Process(target=timer)
+    process = ctx.Process(target=timer)
     model, tokenizer, prompts = tiny
     process.start()
     torch.manual_seed(0)  # a sample that runs to its limit here
