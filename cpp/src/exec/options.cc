@@ -24,10 +24,10 @@ std::optional<std::string> engine_options_error(const EngineOptions& options) {
     return fmt::format("unknown profile {}; use one of: {}", options.profile, fmt::join(exec::profile_names(), ", "));
   if (options.trials < 5) return fmt::format("trials {} is too few; the protocol needs at least 5", options.trials);
   if (!(options.timeout_s > 0)) return fmt::format("timeout {} s: it must be positive", options.timeout_s);
-  // No bound beside the timeout: a timer never gathers past its own wait for the lock (timing.py).
   if (!(options.device_memory_gb >= 0))
     return fmt::format("device_memory_gb {}: it must be at least 0 (0: most of the free memory)",
                        options.device_memory_gb);
+  // No bound beside the timeout: a timer never gathers past its own wait for the lock (timing.py).
   if (!(options.timer_gather_s >= 0))
     return fmt::format("timer_gather_s {} s: it must be at least 0", options.timer_gather_s);
   return std::nullopt;

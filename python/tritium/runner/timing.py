@@ -143,8 +143,9 @@ class GpuLock:
         wait_s: float | None = None,
         give_up_at: float | None = None,
         gather_s: float | None = None,
+        gate_wait_s: float = GATE_WAIT_S,
     ) -> "GpuLock":
-        """The lock of a runner working on `device`: a no-op on the CPU; on a GPU, one that
+        """The lock of a process working on `device`: a no-op on the CPU; on a GPU, one that
         synchronizes the device before letting go."""
         on_gpu = device.startswith("cuda")
         return cls(
@@ -152,6 +153,7 @@ class GpuLock:
             LOCK_WAIT_S if wait_s is None else wait_s,
             sync=torch.cuda.synchronize if on_gpu else None,
             give_up_at=give_up_at,
+            gate_wait_s=gate_wait_s,
             gather_s=TIMER_GATHER_S if gather_s is None else gather_s,
         )
 

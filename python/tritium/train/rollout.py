@@ -150,8 +150,7 @@ def _timers_lock(device: torch.device) -> timing.GpuLock:
     every queued timer (each bounded by its job's limit), where the engine's own sharers give up
     after GATE_WAIT_S in all."""
     path = timing.device_lock_path(device.index or 0) if device.type == "cuda" else None
-    sync = torch.cuda.synchronize if path else None
-    return timing.GpuLock(path, sync=sync, gate_wait_s=float("inf"))
+    return timing.GpuLock.for_device(device.type, path, gate_wait_s=float("inf"))
 
 
 @torch.no_grad()
