@@ -376,9 +376,9 @@ def _score_phases(stats: list[dict]) -> dict:
 
 
 def _engine_memory(client) -> dict | None:
-    """The engine's slots and device memory room, set from the free memory when it started (after
-    the first generation: the trainer's own memory is not the jobs'), and its admissions so far that
-    waited for room or ran again alone: an H100 step's jobs waited a median 1.3 s each for room."""
+    """The engine's slots and device memory room (`engine_memory_gb`, else set from the memory free
+    when it started, after the first generation), and its admissions so far that waited for room or
+    ran again alone: an H100 step's jobs waited a median 1.3 s each for room."""
     info = client.engine_info()
     keys = ("jobs", "memory_budget_gb", "memory_waits", "memory_retries")
     return {k: info.get(k) for k in keys} if info else None
