@@ -8,9 +8,12 @@
                                                         per comparer kind and slot count (forked: a comparer
                                                         process and CUDA context per job; kept: one per slot);
                                                         each run's wall against the first's
-    python engine_bench.py contexts [--counts 1,4,16]   GPU: N processes make their CUDA contexts at once (torch
-                                                        imported before): each one's seconds, against one alone
-    python engine_bench.py beside [--sequences 256]     GPU: the example solutions timed by one engine alone (the
+    python engine_bench.py contexts [--counts 1,4,16] [--variants "torch;driver;torch:KEY=VALUE"]
+                                                        GPU: N processes make their CUDA contexts at once (torch
+                                                        imported before, or libcuda alone; env settings): each
+                                                        one's seconds, against the first run's
+    python engine_bench.py beside [--sequences 256] [--suite examples|scale] [--only relu,...]
+                                                        GPU: the example solutions timed by one engine alone (the
                                                         baseline), then beside a model decoding on the same GPU
                                                         without and with the decoder's share of the timing lock
                                                         (train/rollout.py): each run's below-floor marks and
@@ -39,6 +42,7 @@ Results go to stdout as text and, with --json FILE, as one JSON document.
 
 import argparse
 import gzip
+import itertools
 import json
 import os
 import pathlib
@@ -210,7 +214,14 @@ def beside(args) -> dict:
     from tritium.runner.timing import GpuLock
     from tritium.train import models, rollout
 
-    examples = example_batch(copies=1, wrong=0)
+    if args.suite == "scale":  # GPU-size kernels, timed above the floor (the examples time below it)
+        examples = [
+            {**e, "id": e["id"] + "#0"}
+            for e in scale_batch()
+            if e["kind"] == "honest" and (not args.only or any(k in e["id"] for k in args.only))
+        ]
+    else:
+        examples = example_batch(copies=1, wrong=0)
     model, tokenizer = models.load("tiny", corpus=[e["task"] for e in examples], tiny=DECODER)
     model = models.cast_parameters(model, "bfloat16").to(args.device)
     prompt = tokenizer(examples[0]["task"][:400])["input_ids"]
@@ -380,28 +391,36 @@ def recorded_answers(args) -> dict:
         items = [json.loads(line) for line in f if line.strip()]
     items = items[: args.limit or None]
     runs = []
-    for comparers in args.comparers:
-        for jobs in args.jobs:
-            start = time.perf_counter()
-            engine = tritium.Engine(
-                device=args.device,
-                jobs=jobs,
-                seed=0,
-                lazy_reference_timing=True,
-                fork_comparers=comparers == "forked",
-            )
-            verdicts = engine.evaluate(items)
-            seconds, jobs = time.perf_counter() - start, engine.info()["jobs"]
-            del engine  # its runners end before the next engine starts
-            statuses = dict(Counter(v["status"] for v in verdicts).most_common())
-            runs.append({"jobs": jobs, "comparers": comparers, "seconds": seconds, "statuses": statuses})
-            print(f"{len(items)} answers, {jobs} jobs, {comparers} comparers: {seconds:.1f} s, {statuses}", flush=True)
-            _print_breakdown(verdicts)
+    for queues, comparers, jobs in itertools.product(args.queues, args.comparers, args.jobs):
+        if queues == "default":  # the engine's choice for its runners (one queue a context)
+            os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
+        else:
+            os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = queues
+        start = time.perf_counter()
+        engine = tritium.Engine(
+            device=args.device,
+            jobs=jobs,
+            seed=0,
+            lazy_reference_timing=True,
+            fork_comparers=comparers == "forked",
+        )
+        verdicts = engine.evaluate(items)
+        seconds, jobs = time.perf_counter() - start, engine.info()["jobs"]
+        del engine  # its runners end before the next engine starts
+        statuses = dict(Counter(v["status"] for v in verdicts).most_common())
+        runs.append({"queues": queues, "jobs": jobs, "comparers": comparers, "seconds": seconds, "statuses": statuses})
+        print(
+            f"{len(items)} answers, work queues {queues}, {jobs} jobs, {comparers} comparers: {seconds:.1f} s, "
+            f"{statuses}",
+            flush=True,
+        )
+        _print_breakdown(verdicts)
     base = runs[0]
     for run in runs[1:]:
         same = "the same statuses" if run["statuses"] == base["statuses"] else "OTHER statuses"
         print(
-            f"{run['jobs']} jobs, {run['comparers']} comparers against {base['jobs']}, {base['comparers']}: "
+            f"queues {run['queues']}, {run['jobs']} jobs, {run['comparers']} comparers against "
+            f"queues {base['queues']}, {base['jobs']}, {base['comparers']}: "
             f"{base['seconds'] / run['seconds']:.2f}x ({same})"
         )
     return {"answers": len(items), "runs": runs}
@@ -1050,38 +1069,77 @@ start = time.perf_counter()
 torch.empty(1, device="cuda")
 torch.cuda.synchronize()
 print(time.perf_counter() - start, flush=True)
+sys.stdin.readline()  # held until the parent has read the GPU's memory
+"""
+
+# The driver's own share, without torch: cuInit, the primary context, one allocation.
+DRIVER_CHILD = """
+import ctypes, sys, time
+cuda = ctypes.CDLL("libcuda.so.1")
+sys.stdout.write("ready\\n"); sys.stdout.flush()
+sys.stdin.readline()
+start = time.perf_counter()
+device, context, pointer = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+for call in (lambda: cuda.cuInit(0), lambda: cuda.cuDeviceGet(ctypes.byref(device), 0),
+             lambda: cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device),
+             lambda: cuda.cuCtxSetCurrent(context), lambda: cuda.cuMemAlloc_v2(ctypes.byref(pointer), 1 << 21),
+             lambda: cuda.cuCtxSynchronize()):
+    assert call() == 0
+print(time.perf_counter() - start, flush=True)
+sys.stdin.readline()
 """
 
 
+def _context_variant(variant: str) -> tuple[str, dict]:
+    """A variant's child program and environment: "torch" (the default), "driver" (libcuda alone), either
+    followed by ":KEY=VALUE,..." for the children's environment (e.g. torch:CUDA_DEVICE_MAX_CONNECTIONS=1)."""
+    kind, _, settings = variant.partition(":")
+    env = dict(os.environ, **dict(pair.split("=", 1) for pair in settings.split(",") if pair))
+    return {"torch": CONTEXT_CHILD, "driver": DRIVER_CHILD}[kind], env
+
+
 def contexts(args) -> dict:
-    """N processes, torch imported, make their CUDA contexts at the same moment: whether contexts
-    are made side by side or one after another (the driver's share of a small job's fixed cost)."""
+    """N processes make their CUDA contexts at the same moment: whether contexts are made side by side
+    or one after another (the driver's share of a small job's fixed cost), for each --variants entry
+    (torch imported first, or the driver alone; environment settings the driver reads)."""
     runs = []
-    for count in args.counts:
-        children = [
-            subprocess.Popen(
-                [sys.executable, "-c", CONTEXT_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    for variant in args.variants:
+        program, env = _context_variant(variant)
+        for count in args.counts:
+            children = [
+                subprocess.Popen(
+                    [sys.executable, "-c", program], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+                )
+                for _ in range(count)
+            ]
+            for child in children:
+                child.stdout.readline()
+            before = _gpu_memory_mib()
+            start = time.perf_counter()
+            for child in children:
+                child.stdin.write("go\n")
+                child.stdin.flush()
+            each = sorted(float(child.stdout.readline() or "nan") for child in children)
+            made = time.perf_counter() - start
+            held = [a - b for a, b in zip(_gpu_memory_mib(), before)]  # every context alive
+            for child in children:
+                child.communicate("exit\n")
+            wall = time.perf_counter() - start
+            mib = sum(held) / count if held else None
+            runs.append(
+                {"variant": variant, "processes": count, "wall_s": wall, "made_s": made, "each_s": each, "mib": mib}
             )
-            for _ in range(count)
-        ]
-        for child in children:
-            child.stdout.readline()
-        start = time.perf_counter()
-        for child in children:
-            child.stdin.write("go\n")
-            child.stdin.flush()
-        each = sorted(float(child.communicate()[0]) for child in children)
-        wall = time.perf_counter() - start
-        runs.append({"processes": count, "wall_s": wall, "each_s": each})
-        print(
-            f"{count} contexts at once: {wall:.2f} s in all, each {each[0]:.2f}-{each[-1]:.2f} s "
-            f"(median {statistics.median(each):.2f}); {wall / count:.3f} s a context",
-            flush=True,
-        )
+            print(
+                f"{variant}: {count} contexts at once: all made in {made:.2f} s, exited by {wall:.2f} s; "
+                f"each {each[0]:.2f}-{each[-1]:.2f} s (median {statistics.median(each):.2f}); "
+                f"{made / count:.3f} s a context made; {mib or 0:.0f} MiB of GPU memory a context",
+                flush=True,
+            )
     base = runs[0]
     for run in runs[1:]:
         print(
-            f"{run['processes']} at once against {base['processes']}: {run['wall_s'] / base['wall_s']:.2f}x the wall "
+            f"{run['variant']}, {run['processes']} at once against {base['variant']}, {base['processes']}: "
+            f"{run['wall_s'] / base['wall_s']:.2f}x the wall "
             f"for {run['processes'] / base['processes']:.0f}x the contexts"
         )
     return {"runs": runs}
@@ -1093,6 +1151,12 @@ def main() -> None:
         "bench", choices=("repeatability", "throughput", "cache", "probe", "scale", "small", "contexts", "beside")
     )
     parser.add_argument("--sequences", type=int, default=256, help="beside: sequences the model decodes at once")
+    parser.add_argument(
+        "--suite",
+        choices=("examples", "scale"),
+        default="examples",
+        help="beside: the example solutions (small kernels) or the scale suite's honest ones (--only picks)",
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--wrong", type=int, default=4)
@@ -1116,7 +1180,7 @@ def main() -> None:
         "--only",
         type=lambda s: s.split(","),
         default=[],
-        help="scale: only the items whose id contains one of these (comma-separated)",
+        help="scale, beside --suite scale: only the items whose id contains one of these (comma-separated)",
     )
     parser.add_argument(
         "--gather",
@@ -1131,7 +1195,21 @@ def main() -> None:
         help="throughput --answers: comparer kinds to run, e.g. forked,kept (forked: a process per job)",
     )
     parser.add_argument(
+        "--queues",
+        type=lambda s: s.split(","),
+        default=["default"],
+        help="throughput --answers: CUDA_DEVICE_MAX_CONNECTIONS of each engine's runners, e.g. 8,default,8 "
+        "(default: the engine's own choice, one work queue a context)",
+    )
+    parser.add_argument(
         "--counts", type=lambda s: [int(c) for c in s.split(",")], default=[1, 4, 16], help="contexts: processes"
+    )
+    parser.add_argument(
+        "--variants",
+        type=lambda s: s.split(";"),
+        default=["torch"],
+        help='contexts: what the children run, ";"-separated: torch, driver (libcuda alone), '
+        "each optionally :KEY=VALUE,... for their environment",
     )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()

@@ -229,7 +229,7 @@ def test_models_evaluated_together_keep_the_verdicts_of_those_before_one_that_fa
     assert not (tmp_path / "b" / "verdicts.jsonl").exists()
 
 
-def test_an_engine_that_times_on_the_gpu_judges_each_model_before_the_next_one_samples(tmp_path, monkeypatch):
+def test_a_gpu_timing_engine_judges_each_model_before_the_next_samples_unless_the_sampler_yields(tmp_path, monkeypatch):
     from conftest import EXAMPLE_TASKS
 
     from tritium import api
@@ -238,9 +238,12 @@ def test_an_engine_that_times_on_the_gpu_judges_each_model_before_the_next_one_s
 
     # A CPU engine never times, so its judging may go on beside the next model's sampling ...
     cpu = api.Engine(device="cpu", jobs=1, timing=True)
-    assert evaluate.judges_beside_sampling(cpu.info())
-    # ... one that times on a GPU may not: the decoding would share the GPU with the timed kernels.
-    assert not evaluate.judges_beside_sampling({**cpu.info(), "device": "cuda", "timing": True})
+    assert evaluate.judges_beside_sampling(cpu.info(), "continuous")
+    # ... one that times on a GPU may not beside a sampler that keeps the GPU between its steps, as
+    # continuous batching does; the static batches let the timers in at each step.
+    gpu = {**cpu.info(), "device": "cuda", "timing": True}
+    assert not evaluate.judges_beside_sampling(gpu, "continuous")
+    assert evaluate.judges_beside_sampling(gpu, "compiled") and evaluate.judges_beside_sampling(gpu, "auto")
 
     source = (EXAMPLE_TASKS / "level1" / "01_relu.py").read_text()
     tiny = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2}
@@ -257,7 +260,7 @@ def test_an_engine_that_times_on_the_gpu_judges_each_model_before_the_next_one_s
         return sample(model_dir, *args)
 
     monkeypatch.setattr(evaluate, "_sample", recording_sample)
-    monkeypatch.setattr(evaluate, "judges_beside_sampling", lambda info: False)  # as a timing GPU engine's
+    monkeypatch.setattr(evaluate, "judges_beside_sampling", lambda info, generator: False)  # as continuous's
     runs = [(str(tmp_path / "one"), str(tmp_path / "a")), (str(tmp_path / "two"), str(tmp_path / "b"))]
     settings = dict(samples=2, max_new_tokens=8, engine_device="cpu", engine_jobs=1, device="cpu", log=lambda _: None)
     evaluate.evaluate_models(runs, str(tasks), **settings)

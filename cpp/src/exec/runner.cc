@@ -43,6 +43,14 @@ std::string make_log_path() {
 
 }  // namespace
 
+std::vector<std::string> runner_environment(const std::string& device) {
+  std::vector<std::string> env = scrubbed_environment();
+  const std::string_view name = "CUDA_DEVICE_MAX_CONNECTIONS=";
+  const bool set = std::any_of(env.begin(), env.end(), [&](const std::string& e) { return e.starts_with(name); });
+  if (device.starts_with("cuda") && !set) env.emplace_back(std::string(name) + "1");
+  return env;
+}
+
 Runner::Runner(RunnerOptions options) : options_(std::move(options)) {
   if (options_.python.empty()) options_.python = find_python();
 }
@@ -95,7 +103,7 @@ std::optional<Error> Runner::spawn() {
                            // the runner's parent-death signal is armed after Python starts: by then the
                            // engine may be gone, which only its pid tells (docs/engine.md, "Lifetime")
                            "--parent-pid", std::to_string(getpid())},
-                          scrubbed_environment(),
+                          runner_environment(options_.device),
                           child_end,
                           log_path_};
   auto child = process::spawn(spec);
@@ -159,11 +167,20 @@ Reply Runner::call(const Json& request, double timeout_s) {
 namespace tritium {
 
 std::vector<std::string> scrubbed_environment() {
-  static constexpr std::string_view kKeep[] = {"PATH",           "HOME",        "LANG",
-                                               "LC_ALL",         "LC_CTYPE",    "LD_LIBRARY_PATH",
-                                               "PYTHONPATH",     "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES",
-                                               "CUDA_HOME",      "CUDA_PATH",   "NVIDIA_VISIBLE_DEVICES",
-                                               "OMP_NUM_THREADS"};
+  static constexpr std::string_view kKeep[] = {"PATH",
+                                               "HOME",
+                                               "LANG",
+                                               "LC_ALL",
+                                               "LC_CTYPE",
+                                               "LD_LIBRARY_PATH",
+                                               "PYTHONPATH",
+                                               "VIRTUAL_ENV",
+                                               "CUDA_VISIBLE_DEVICES",
+                                               "CUDA_HOME",
+                                               "CUDA_PATH",
+                                               "NVIDIA_VISIBLE_DEVICES",
+                                               "OMP_NUM_THREADS",
+                                               "CUDA_DEVICE_MAX_CONNECTIONS"};
   static constexpr std::string_view kKeepPrefixes[] = {"TRITON_", "TORCHINDUCTOR_", "PYTORCH_"};
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {

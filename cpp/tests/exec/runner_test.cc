@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 
 namespace tritium::exec {
@@ -36,6 +38,21 @@ TEST(RunnerStart, OneThatCannotStartLeavesTheOthersRunningAndSaysWhyLater) {
   const auto error = bad.ensure_started();
   ASSERT_TRUE(error);
   EXPECT_NE(error->message.find("did not start"), std::string::npos) << error->message;
+}
+
+bool has(const std::vector<std::string>& env, const std::string& entry) {
+  return std::find(env.begin(), env.end(), entry) != env.end();
+}
+
+TEST(RunnerEnvironment, AGpuRunnerGetsOneWorkQueueUnlessTheCallerChoseACount) {
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  EXPECT_TRUE(has(runner_environment("cuda"), "CUDA_DEVICE_MAX_CONNECTIONS=1"));
+  EXPECT_FALSE(has(runner_environment("cpu"), "CUDA_DEVICE_MAX_CONNECTIONS=1"));
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 1);
+  const auto env = runner_environment("cuda");
+  EXPECT_TRUE(has(env, "CUDA_DEVICE_MAX_CONNECTIONS=8"));
+  EXPECT_FALSE(has(env, "CUDA_DEVICE_MAX_CONNECTIONS=1"));
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
 }
 
 }  // namespace

@@ -54,21 +54,19 @@ def evaluate_models(
     OUT/report.{md,json,html}, broken down by level (a synthesized task's difficulty); returns each
     one's overall metrics. The models share one engine (its references computed once for all), and
     a model's answers are judged while the next one's are sampled, unless the engine times kernels on
-    the GPU the sampler uses (judges_beside_sampling): an ablation's evals in one device call instead
-    of one call each. `engine_timeout_s` bounds each sample's evaluation (0: the engine's default),
-    `engine_jobs` is the engine's candidate slots (0: its default; on an H100, 8 slots judged 400
-    mid-size answers in 252 s, 4.8 s a job). `generator` samples them (tritium.train.rollout), from
-    the model with its parameters in `dtype` ("": as saved): on the H200 the bfloat16 compiled
-    generator made 3.2-3.4x float32 `generate`'s tokens/s, and a float32 eval of 80 prompts x 4
-    samples of up to 2,304 tokens took over 5 minutes. Compare models sampled with the same dtype.
-    `greedy`: one greedy answer per task too, decoded in the sampled answers' batches and judged in
-    the same engine call, its verdicts in OUT/greedy/verdicts.jsonl and its metrics under the
-    result's "greedy" (pass@1, fast_p).
-    `prompts_per_generate` held-out prompts (each `samples` times) decode together: with static
-    batches a call lasts as long as its longest sample, so on a GPU all of them in one call is quickest.
-    The answers are saved (OUT/answers.jsonl) before they are judged, and an eval of the same model
-    files, tasks and settings judges them again instead of sampling: a run cut while judging (on an
-    H100, 80 x 5 answers took 4.5 minutes to sample) loses only the judging."""
+    the GPU and the generator does not let its timers in (judges_beside_sampling). `engine_timeout_s` bounds
+    each sample's evaluation (0: the engine's default), `engine_jobs` is the engine's candidate slots (0: its
+    default; on an H100, 8 slots judged 400 mid-size answers in 252 s, 4.8 s a job). `generator` samples them
+    (tritium.train.rollout), from the model with its parameters in `dtype` ("": as saved): on the H200 the
+    bfloat16 compiled generator made 3.2-3.4x float32 `generate`'s tokens/s, and a float32 eval of 80 prompts x
+    4 samples of up to 2,304 tokens took over 5 minutes. Compare models sampled with the same dtype. `greedy`:
+    one greedy answer per task too, decoded in the sampled answers' batches and judged in the same engine call,
+    its verdicts in OUT/greedy/verdicts.jsonl and its metrics under the result's "greedy" (pass@1, fast_p).
+    `prompts_per_generate` held-out prompts (each `samples` times) decode together: with static batches a call
+    lasts as long as its longest sample, so on a GPU all of them in one call is quickest. The answers are saved
+    (OUT/answers.jsonl) before they are judged, and an eval of the same model files, tasks and settings judges
+    them again instead of sampling: a run cut while judging (on an H100, 80 x 5 answers took 4.5 minutes to
+    sample) loses only the judging."""
     from .. import api
 
     base = {"samples": samples, "max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p}
@@ -85,7 +83,7 @@ def evaluate_models(
             settings |= {"tasks": tasks_hash, **base}
             answers = _saved_answers(where, settings)
             if answers is None:
-                if engine is not None and not judges_beside_sampling(engine.info()):
+                if engine is not None and not judges_beside_sampling(engine.info(), generator):
                     for judged in pending:  # the earlier models' timings done with the GPU to themselves
                         judged.result()
                 answers = _sample(model_dir, tasks, settings, device, prompts_per_generate, log)
@@ -110,14 +108,16 @@ def evaluate_models(
         judging.shutdown(wait=True, cancel_futures=True)
 
 
-def judges_beside_sampling(engine_info: dict) -> bool:
-    """Whether a model's answers may be judged while the next model samples: not where the engine
-    times kernels on a GPU: a kernel timed beside another process's decoding shares the GPU with it
-    (their contexts take turns), and so do the references timed then. On an H100 (2026-12-06) an
-    arm's correct answers judged while the next arm sampled, in its first 63 s, were all timed above
-    the timing floor at 0.03-1.73x, and every one judged from 83 s on below it at 0.17-1.09x, as in
-    the evals judged alone. Untimed, or on a CPU engine, the verdicts do not depend on it."""
-    return not engine_info.get("timing", False)
+def judges_beside_sampling(engine_info: dict, generator: str) -> bool:
+    """Whether a model's answers may be judged while the next model samples with `generator`: yes
+    where the engine does not time kernels on a GPU, or where the generator lets the engine's timers
+    have the GPU between its decode steps (rollout.yields_to_timers). A kernel timed beside another
+    process's decoding shares the GPU with it: on an H100 (2026-12-06) five GPU-size honest kernels
+    timed beside a decoding model without the share came out 1.34-1.57x their runtimes alone, none
+    below the timing floor; with it, 0.99-1.00x. Continuous batching does not yield."""
+    from . import rollout
+
+    return not engine_info.get("timing", False) or rollout.yields_to_timers(generator)
 
 
 def _release() -> None:

@@ -503,6 +503,12 @@ def train_rl(cfg: RLConfig, log=print) -> dict:
     threaded = cfg.overlap_scoring and (
         cfg.overlap_steps or len(_own_batches(cfg.prompts_per_step, rank, world, batch)) > 1
     )
+    if threaded and not endpoints and device.type == "cuda" and not rollout.yields_to_timers(cfg.generator):
+        log(
+            f"rl: warning: the {cfg.generator} generator keeps the GPU from the engine's timers while it decodes, "
+            "so speedups timed during generation measure the decoding too (use compiled or generate, or "
+            "overlap_scoring = false)"
+        )
     scorer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rl-score")
 
     def launch(step: int) -> tuple[list[dict], _Launched]:

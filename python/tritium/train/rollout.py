@@ -101,6 +101,12 @@ def resolve(generator: str) -> str:
     return "generate" if generator == "auto" else generator
 
 
+def yields_to_timers(generator: str) -> bool:
+    """Whether `generator` lets a waiting engine timer have the GPU between its decode steps
+    (_YieldToTimers): the static batches do; continuous batching runs its own loop and does not."""
+    return resolve(generator) != "continuous"
+
+
 def _sampling(temperature: float, top_p: float) -> dict:
     # Temperature 0 is greedy decoding (an eval's pass@1 without sampling noise). top_k 0: no top-k
     # cut (generate's default cuts at 50, continuous batching's none; both now sample alike).
