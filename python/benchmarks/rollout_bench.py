@@ -3,6 +3,7 @@
 
     python python/benchmarks/rollout_bench.py [--model DIR] [--sequences 64,256,512] [--json F]
         [--generators 'generate,compiled*2,continuous[use_cuda_graph=false;max_batch_tokens=1024]']
+        [--profile compiled]
 
 A generator's `*N` makes N calls per batch size (compiled: the first compiles, the next show the
 steady state); `[key=value;...]` gives "continuous" its ContinuousBatchingConfig fields (and
@@ -154,6 +155,38 @@ def run(model, prompts, group, max_new_tokens, eos, pad, generator, seed, temper
     }, rows
 
 
+def profile(model, prompts, args, eos, pad, seed: int) -> dict:
+    """One call of --profile's generator under torch.profiler: whether a decode step waits for the
+    host (the device busy for a small share of the wall) or for its kernels, and which ones."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiled
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profiled(activities=activities) as prof:
+        r, rows = run(model, prompts, args.group, args.max_new_tokens, eos, pad, args.profile, seed)
+    events = prof.key_averages()
+    device_us = sum(e.self_device_time_total for e in events if e.device_type.name == "CUDA")
+    steps = max(map(len, rows))  # decode steps of the call (a static batch runs to its longest)
+    busy = device_us / 1e6 / r["seconds"]
+
+    def top(key: str, count: int) -> list[dict]:
+        chosen = sorted(events, key=lambda e: getattr(e, key), reverse=True)[:count]
+        return [{"name": e.key[:80], "us": getattr(e, key), "calls": e.count} for e in chosen]
+
+    kernels, host = top("self_device_time_total", 15), top("self_cpu_time_total", 12)
+    print(
+        f"profile, {args.profile} at {len(rows)} sequences: {r['seconds']:.1f} s for {steps} decode steps "
+        f"({r['seconds'] / steps * 1000:.2f} ms a step); the device busy {busy:.0%} of it",
+        flush=True,
+    )
+    tables = [("kernels, by device time", kernels)] if device_us else []  # none on the CPU
+    for title, rows_ in tables + [("host operations, by their own CPU time", host)]:
+        print(f"  {title}:")
+        for e in rows_:
+            print(f"    {e['us'] / 1000 / steps:8.3f} ms a step  {e['calls']:7} calls  {e['name']}", flush=True)
+    return {"call": r, "steps": steps, "device_busy": busy, "kernels": kernels, "host": host}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a transformers model directory (default: SmolLM2-135M's shape, random)")
@@ -181,6 +214,12 @@ def main() -> None:
     parser.add_argument("--prompts", help="the kernel prompts as a JSON list (default: made from examples/tasks)")
     parser.add_argument("--write-prompts", metavar="FILE", help="only write the kernel prompts to FILE")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument(
+        "--profile",
+        metavar="GENERATOR",
+        help="after the runs, one more call of GENERATOR at the largest --sequences under torch.profiler: "
+        "the device's busy share of the call and its costliest kernels and host operations",
+    )
     parser.add_argument(
         "--save-model",
         metavar="DIR",
@@ -238,6 +277,12 @@ def main() -> None:
                     f" {ratio}",
                     flush=True,
                 )
+
+    if args.profile:
+        n = max(args.sequences)
+        prompts = [encoded[i % len(encoded)] for i in range(max(1, n // args.group))]
+        results["profile"] = profile(model, prompts, args, eos, pad, seed=n)
+        save()
 
     prompts = encoded[: args.greedy_prompts]
     compared = args.greedy_generators or args.generators
