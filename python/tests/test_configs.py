@@ -28,7 +28,7 @@ def test_typos_and_wrong_types_are_named_with_their_table():
             "stf": {"steps": 1},
             "stages": ["sft", "dance"],
             "sft": {"stpes": 3, "steps": "100", "lr": 1, "tiny": {"hidden_size": 64}},
-            "rl": {"curriculum": 1, "model": "m"},
+            "rl": {"curriculum": 1, "model": "m", "matmul_precision": "tf32"},
             "eval": {"base": True, "samples": 4.5},
         }
     )
@@ -39,6 +39,7 @@ def test_typos_and_wrong_types_are_named_with_their_table():
         "[sft] stpes key: unknown; did you mean steps?",
         "[sft] steps: expected int, got '100'",
         "[rl] curriculum: expected true/false, got 1",
+        "[rl] matmul_precision: expected one of 'highest', 'high', 'medium', got 'tf32'",
         "[eval] samples: expected int, got 4.5",
     ]
 

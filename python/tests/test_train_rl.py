@@ -116,6 +116,23 @@ def test_a_run_refuses_to_start_from_a_checkpoint_it_would_remove(tmp_path):
     assert start.is_dir()  # nothing removed
 
 
+def test_a_run_uses_its_matmul_precision_and_gives_the_process_back_its_own(tmp_path, monkeypatch):
+    from tritium.train import rl
+    from tritium.train.cli import parse_config
+
+    seen = []
+    monkeypatch.setattr(rl, "_train_rl", lambda cfg, log: seen.append(torch.get_float32_matmul_precision()) or {})
+    cfg = dict(tasks="t.jsonl", model="m", out=str(tmp_path / "rl"))
+    assert torch.get_float32_matmul_precision() == "highest"
+    train_rl(RLConfig(**cfg, matmul_precision="high"))
+    with pytest.raises(ValueError, match="expected one of highest, high, medium"):
+        train_rl(RLConfig(**cfg, matmul_precision="tf32"))  # torch itself only warns
+    assert seen == ["high"] and torch.get_float32_matmul_precision() == "highest"
+    assert parse_config(RLConfig, ["--tasks", "t", "--model", "m", "--out", "o"], "").matmul_precision == "highest"
+    with pytest.raises(SystemExit):  # argparse names the choices
+        parse_config(RLConfig, ["--tasks", "t", "--model", "m", "--out", "o", "--matmul-precision", "tf32"], "")
+
+
 def test_a_checkpoint_cut_off_mid_save_is_never_the_latest(tmp_path, monkeypatch):
     from tritium.train import models
     from tritium.train.rl import save_checkpoint

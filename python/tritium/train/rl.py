@@ -28,6 +28,7 @@ import shutil
 import statistics
 import sys
 import time
+import typing
 from collections import Counter
 
 import torch
@@ -64,6 +65,9 @@ class RLConfig:
     # for 256 rollouts of mid-size tasks). Needs overlap_scoring.
     overlap_steps: bool = False
     rollout_dtype: str = ""  # "bfloat16": sample from a copy in that dtype, refreshed after each step; "": the policy
+    # torch's float32 matmul precision for the run: "highest" (float32, torch's default), "high" (TF32 on
+    # GPUs that have it: the policy's forwards and backwards, old log-probs included) or "medium" (bfloat16).
+    matmul_precision: typing.Literal["highest", "high", "medium"] = "highest"
     temperature: float = 1.0
     top_p: float = 1.0
     lr: float = 1e-6
@@ -424,6 +428,19 @@ def _record(step: int, stats: list[dict], losses: float, generated: int, seconds
 
 
 def train_rl(cfg: RLConfig, log=print) -> dict:
+    """The RL run under cfg.matmul_precision; the process's own precision is back after it."""
+    choices = typing.get_args(typing.get_type_hints(RLConfig)["matmul_precision"])
+    if cfg.matmul_precision not in choices:
+        raise ValueError(f"matmul_precision {cfg.matmul_precision!r}: expected one of {', '.join(choices)}")
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(cfg.matmul_precision)
+    try:
+        return _train_rl(cfg, log)
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def _train_rl(cfg: RLConfig, log=print) -> dict:
     from accelerate import Accelerator
     from accelerate.utils import gather_object
 

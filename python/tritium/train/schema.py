@@ -51,6 +51,8 @@ def _fits(value, hint) -> bool:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         return any(_fits(value, h) for h in args)
+    if origin is typing.Literal:  # a choice: its values checked before the work, not at the stage
+        return value in args and all(type(value) is type(a) for a in args if a == value)
     if hint is bool:
         return isinstance(value, bool)
     if hint is int:
@@ -72,6 +74,8 @@ def _name(hint) -> str:
         return " or ".join(_name(h) for h in args if h is not type(None))  # TOML has no null
     if origin is list:
         return "list of strings" if args == (str,) else f"list of {_name(args[0])}"
+    if origin is typing.Literal:
+        return "one of " + ", ".join(map(repr, args))
     return {dict: "table", bool: "true/false", float: "number"}.get(hint, getattr(hint, "__name__", str(hint)))
 
 
