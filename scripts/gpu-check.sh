@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # On a GPU machine without network (docs/gpu.md): build Tritium from .deps, run the GPU tests and
 # the engine benchmarks in one call. Results go to $OUT (or ./gpu-results).
-#   bash scripts/gpu-check.sh [tests|repeatability|throughput|contexts|beside|cache|probe|scale|demo|synth|search|fragments|model|train|ablation|train-parity]...
+#   bash scripts/gpu-check.sh [tests|repeatability|throughput|contexts|beside|cache|probe|scale|rollouts|demo|synth|search|fragments|model|train|ablation|train-parity]...
 #   (default: the first four; a benchmark step's extra flags come from <STEP>_ARGS, e.g. PROBE_ARGS)
 # scale: the KernelBench-size suite (examples/kernelbench_scale) through the engine and the naive baseline;
 #   it exits 1 when a target is missed, which ends the call (SCALE_ARGS="--only-engine" skips the baseline).
+# rollouts: python/benchmarks/rollout_bench.py with ROLLOUTS_ARGS (e.g. "--sequences 256 --generators
+#   generate,compiled*2 --profile compiled"); its log and JSON in $OUT.
 # demo: the demo batch (scripts/demo-candidates.sh) timed on the GPU, verdicts in $OUT/h200-demo.jsonl.
 # synth: a --size gpu sample validated on the GPU, and reference solutions judged there (untimed;
 #   the report, with each failed solution's status and message, in $OUT/synth-gpu-solutions.report).
@@ -99,6 +101,9 @@ for step in "${steps[@]}"; do
                   bash scripts/train-parity.sh "$OUT/parity" "$run/sft.jsonl" "$OUT/parity-tasks.jsonl" "$gpus" \
                     2>&1 | tee "$OUT/parity.txt"
                   rm -rf "$OUT"/parity/*/checkpoint-* "$OUT"/parity/*/tensorboard ;;
+    rollouts) read -ra extra <<< "${ROLLOUTS_ARGS:-}"
+              python3 python/benchmarks/rollout_bench.py "${extra[@]}" --json "$OUT/rollouts.json" 2>&1 \
+                | tee "$OUT/rollouts.log" ;;
     tests) python3 -m pytest -q -p no:cacheprovider python/tests/test_engine_gpu.py python/tests/test_triton_driver.py \
              2>&1 | tee "$OUT/tests.log" | tail -15 || true ;;  # failures are reported; later steps still run
     *) args_var="${step^^}_ARGS"  # e.g. PROBE_ARGS="--runs 3", THROUGHPUT_ARGS="--untimed"
