@@ -216,9 +216,7 @@ def beside(args) -> dict:
 
     if args.suite == "scale":  # GPU-size kernels, timed above the floor (the examples time below it)
         examples = [
-            {**e, "id": e["id"] + "#0"}
-            for e in scale_batch()
-            if e["kind"] == "honest" and (not args.only or any(k in e["id"] for k in args.only))
+            {**e, "id": e["id"] + "#0"} for e in scale_batch() if e["kind"] == "honest" and picked(e, args.only)
         ]
     else:
         examples = example_batch(copies=1, wrong=0)
@@ -529,6 +527,11 @@ def resize(source: str, sizes: dict) -> str:
 def scale_suite() -> dict:
     """examples/kernelbench_scale/suite.json: each task's reduced sizes, each cheat's task and catch."""
     return json.loads((SCALE / "suite.json").read_text())
+
+
+def picked(entry: dict, only: list[str]) -> bool:
+    """Whether --only keeps a suite entry: its id contains one of `only`, or `only` is empty."""
+    return not only or any(k in entry["id"] for k in only)
 
 
 def scale_batch(small: bool = False) -> list[dict]:
@@ -912,7 +915,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
 
 
 def scale(args) -> dict:
-    batch = [e for e in scale_batch(small=args.small) if not args.only or any(k in e["id"] for k in args.only)]
+    batch = [e for e in scale_batch(small=args.small) if picked(e, args.only)]
     batch = batch[: args.limit or None]
     device = args.device
     options = {"device": device, "timing": not args.untimed}

@@ -134,6 +134,11 @@ def split_generators(text: str) -> list[str]:
     return specs + [current] if current else specs
 
 
+def batch_prompts(encoded: list, sequences: int, group: int) -> list:
+    """The prompts whose `group` samples each make about `sequences` rows, cycling through `encoded`."""
+    return [encoded[i % len(encoded)] for i in range(max(1, sequences // group))]
+
+
 def run(model, prompts, group, max_new_tokens, eos, pad, generator, seed, temperature=1.0):
     name, options = parse_generator(generator)
     if torch.cuda.is_available():
@@ -256,7 +261,7 @@ def main() -> None:
     baseline = args.generators[0]
     began = time.perf_counter()
     for n in args.sequences:
-        prompts = [encoded[i % len(encoded)] for i in range(max(1, n // args.group))]
+        prompts = batch_prompts(encoded, n, args.group)
         row = {"sequences": len(prompts) * args.group}
         results["rows"].append(row)
         for generator in args.generators:
@@ -280,7 +285,7 @@ def main() -> None:
 
     if args.profile:
         n = max(args.sequences)
-        prompts = [encoded[i % len(encoded)] for i in range(max(1, n // args.group))]
+        prompts = batch_prompts(encoded, n, args.group)
         results["profile"] = profile(model, prompts, args, eos, pad, seed=n)
         save()
 
