@@ -7,7 +7,9 @@
 
 A generator's `*N` makes N calls per batch size (compiled: the first compiles, the next show the
 steady state); `[key=value;...]` gives "continuous" its ContinuousBatchingConfig fields (and
-attn_implementation) in place of tritium.train.rollout.CONTINUOUS.
+attn_implementation) in place of tritium.train.rollout.CONTINUOUS, and any generator `dtype=NAME`:
+the policy cast to that dtype for its calls alone ('generate,compiled[dtype=bfloat16]*2' sets the
+bfloat16 compiled path against float32 `generate`, the baseline, in one run).
 
 The model is a transformers directory, or by default SmolLM2-135M's architecture (its Llama
 config) with random weights: the machines that run this reach no model hub, and the cost of a
@@ -24,6 +26,7 @@ token for token.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import pathlib
 import statistics
@@ -139,8 +142,33 @@ def batch_prompts(encoded: list, sequences: int, group: int) -> list:
     return [encoded[i % len(encoded)] for i in range(max(1, sequences // group))]
 
 
-def run(model, prompts, group, max_new_tokens, eos, pad, generator, seed, temperature=1.0):
+def split_dtype(options: dict | None) -> tuple[str | None, dict | None]:
+    """A spec's `dtype` option (the policy's dtype for that generator alone, e.g. bfloat16 against a
+    float32 baseline) apart from the options the generator itself takes."""
+    if not options or "dtype" not in options:
+        return None, options
+    rest = {k: v for k, v in options.items() if k != "dtype"}
+    return options["dtype"], rest or None
+
+
+class Policies:
+    """The model in each dtype a generator asks for, cast once from the loaded one."""
+
+    def __init__(self, model):
+        self.loaded, self.cast = model, {}
+
+    def __call__(self, dtype: str | None):
+        if dtype is None:
+            return self.loaded
+        if dtype not in self.cast:
+            self.cast[dtype] = copy.deepcopy(self.loaded).to(getattr(torch, dtype))
+        return self.cast[dtype]
+
+
+def run(policies, prompts, group, max_new_tokens, eos, pad, generator, seed, temperature=1.0):
     name, options = parse_generator(generator)
+    dtype, options = split_dtype(options)
+    model = policies(dtype)
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     torch.manual_seed(seed)
@@ -160,7 +188,7 @@ def run(model, prompts, group, max_new_tokens, eos, pad, generator, seed, temper
     }, rows
 
 
-def profile(model, prompts, args, eos, pad, seed: int) -> dict:
+def profile(policies, prompts, args, eos, pad, seed: int) -> dict:
     """One call of --profile's generator under torch.profiler: whether a decode step waits for the
     host (the device busy for a small share of the wall) or for its kernels, and which ones."""
     from torch.profiler import ProfilerActivity
@@ -168,7 +196,7 @@ def profile(model, prompts, args, eos, pad, seed: int) -> dict:
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
     with profiled(activities=activities) as prof:
-        r, rows = run(model, prompts, args.group, args.max_new_tokens, eos, pad, args.profile, seed)
+        r, rows = run(policies, prompts, args.group, args.max_new_tokens, eos, pad, args.profile, seed)
     events = prof.key_averages()
     device_us = sum(e.self_device_time_total for e in events if e.device_type.name == "CUDA")
     steps = max(map(len, rows))  # decode steps of the call (a static batch runs to its longest)
@@ -207,7 +235,7 @@ def main() -> None:
         type=split_generators,
         default=["generate", "compiled", "continuous"],
         help="comma-separated; the first is the baseline; continuous[key=value;...] passes "
-        "ContinuousBatchingConfig fields (and attn_implementation) to that call; NAME*N makes N calls per "
+        "ContinuousBatchingConfig fields (and attn_implementation) to that call, dtype=NAME any generator's policy dtype; NAME*N makes N calls per "
         "batch size (compiled: the first one compiles, the next ones show the steady state)",
     )
     parser.add_argument(
@@ -240,7 +268,7 @@ def main() -> None:
         return
 
     model, encoded, eos, pad, what = load(args)
-    model.to(args.device)
+    policies = Policies(model.to(args.device))
     print(
         f"{what}; {args.dtype} on {args.device}; {len(encoded)} prompts of {min(map(len, encoded))}-"
         f"{max(map(len, encoded))} tokens; {args.group} samples each; up to {args.max_new_tokens} new tokens",
@@ -251,7 +279,7 @@ def main() -> None:
         if parse_generator(generator)[0] == "compiled":
             continue  # its first measured call shows what a compile costs
         began = time.perf_counter()
-        run(model, encoded[:2], 2, 8, eos, pad, generator, 0)
+        run(policies, encoded[:2], 2, 8, eos, pad, generator, 0)
         print(f"{generator}: first call {time.perf_counter() - began:.1f} s", flush=True)
 
     def save():
@@ -269,7 +297,7 @@ def main() -> None:
                 if args.budget and time.perf_counter() - began > args.budget:
                     print(f"{row['sequences']:4} sequences, {generator}: skipped (past --budget)", flush=True)
                     continue
-                r, _ = run(model, prompts, args.group, args.max_new_tokens, eos, pad, generator, seed=n)
+                r, _ = run(policies, prompts, args.group, args.max_new_tokens, eos, pad, generator, seed=n)
                 r["call"] = call + 1
                 row.setdefault(generator, []).append(r)
                 # Against the baseline's last call (its steady state where it compiles)
@@ -286,12 +314,12 @@ def main() -> None:
     if args.profile:
         n = max(args.sequences)
         prompts = batch_prompts(encoded, n, args.group)
-        results["profile"] = profile(model, prompts, args, eos, pad, seed=n)
+        results["profile"] = profile(policies, prompts, args, eos, pad, seed=n)
         save()
 
     prompts = encoded[: args.greedy_prompts]
     compared = args.greedy_generators or args.generators
-    greedy = {g: run(model, prompts, 1, 64, eos, pad, g, 0, temperature=0.0)[1] for g in compared if prompts}
+    greedy = {g: run(policies, prompts, 1, 64, eos, pad, g, 0, temperature=0.0)[1] for g in compared if prompts}
     reference = compared[0]
     for generator, rows in greedy.items():
         same = sum(a == b for a, b in zip(greedy[reference], rows))
