@@ -235,8 +235,8 @@ def main() -> None:
         type=split_generators,
         default=["generate", "compiled", "continuous"],
         help="comma-separated; the first is the baseline; continuous[key=value;...] passes "
-        "ContinuousBatchingConfig fields (and attn_implementation) to that call, dtype=NAME any generator's policy dtype; NAME*N makes N calls per "
-        "batch size (compiled: the first one compiles, the next ones show the steady state)",
+        "ContinuousBatchingConfig fields (and attn_implementation) to that call, [dtype=NAME] any generator "
+        "its policy's dtype; NAME*N makes N calls per batch size (compiled: the first one compiles, the next ones show the steady state)",
     )
     parser.add_argument(
         "--greedy-generators",
