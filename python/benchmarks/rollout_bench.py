@@ -236,7 +236,8 @@ def main() -> None:
         default=["generate", "compiled", "continuous"],
         help="comma-separated; the first is the baseline; continuous[key=value;...] passes "
         "ContinuousBatchingConfig fields (and attn_implementation) to that call, [dtype=NAME] any generator "
-        "its policy's dtype; NAME*N makes N calls per batch size (compiled: the first one compiles, the next ones show the steady state)",
+        "its policy's dtype; NAME*N makes N calls per batch size (compiled: the first one compiles, the next "
+        "ones show the steady state)",
     )
     parser.add_argument(
         "--greedy-generators",
