@@ -220,6 +220,44 @@ def profile(policies, prompts, args, eos, pad, seed: int) -> dict:
     return {"call": r, "steps": steps, "device_busy": busy, "kernels": kernels, "host": host}
 
 
+def attention_check(args) -> list[dict]:
+    """One layer's decode-step attention at RL's shapes (SmolLM2's 9 query heads over 3 key/value
+    heads, --dtype), GQA_DECODE's SDPA against TRITON_DECODE's kernel, over static caches of each
+    length in --attention-check, the rows' prompts left-padded to half of it and the step halfway
+    through the rest: their largest difference and milliseconds a call (CUDA events, 50 calls)."""
+    from tritium.train import rollout
+
+    dtype, device, rows = getattr(torch, args.dtype), args.device, max(args.sequences)
+    layer = argparse.Namespace(num_key_value_groups=3, is_causal=True, training=False)
+    results = []
+    for keys in args.attention_check:
+        torch.manual_seed(keys)
+        query = torch.randn(rows, 9, 1, 64, device=device, dtype=dtype)
+        key, value = (torch.randn(rows, 3, keys, 64, device=device, dtype=dtype) for _ in range(2))
+        index = torch.arange(keys, device=device)
+        pad = torch.randint(0, keys // 4, (rows, 1), device=device)  # prompts of keys/4 to keys/2 tokens
+        mask = ((index >= pad) & (index < keys // 2 + keys // 4)).view(rows, 1, 1, keys)
+        row = {"keys": keys, "sequences": rows}
+        outs = {}
+        for name in (rollout.GQA_DECODE, rollout.TRITON_DECODE):
+            attend = {rollout.GQA_DECODE: rollout._gqa_decode_attention}.get(name, rollout._triton_decode_attention)
+            outs[name], _ = attend(layer, query, key, value, mask, scaling=0.125)
+            if device == "cuda":
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(50):
+                    attend(layer, query, key, value, mask, scaling=0.125)
+                end.record()
+                torch.cuda.synchronize()
+                row[f"{name}_ms"] = start.elapsed_time(end) / 50
+        row["max_difference"] = (
+            (outs[rollout.GQA_DECODE].float() - outs[rollout.TRITON_DECODE].float()).abs().max().item()
+        )
+        results.append(row)
+        print(f"attention, {keys} cache slots x {rows} sequences: {row}", flush=True)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a transformers model directory (default: SmolLM2-135M's shape, random)")
@@ -249,6 +287,11 @@ def main() -> None:
     parser.add_argument("--write-prompts", metavar="FILE", help="only write the kernel prompts to FILE")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument(
+        "--attention-check",
+        type=lambda s: [int(n) for n in s.split(",")],
+        help="static cache lengths: first time one layer's decode attention, SDPA's against the Triton kernel",
+    )
+    parser.add_argument(
         "--profile",
         metavar="GENERATOR",
         help="after the runs, one more call of GENERATOR at the largest --sequences under torch.profiler: "
@@ -276,6 +319,8 @@ def main() -> None:
         flush=True,
     )
     results = {"what": what, "dtype": args.dtype, "device": args.device, "rows": [], "greedy": {}}
+    if args.attention_check:
+        results["attention"] = attention_check(args)
     for generator in args.generators:  # CUDA context, kernels, allocator: not the measured calls'
         if parse_generator(generator)[0] == "compiled":
             continue  # its first measured call shows what a compile costs

@@ -152,13 +152,13 @@ def test_compiled_rollouts_decode_through_the_gqa_attention_and_give_the_model_i
 
     def counted(module, query, *args, **kwargs):
         packed_steps.append(query.shape[2] == 1)
-        return rollout._gqa_decode_attention(module, query, *args, **kwargs)
+        return rollout._triton_decode_attention(module, query, *args, **kwargs)
 
-    AttentionInterface.register(rollout.GQA_DECODE, counted)
+    AttentionInterface.register(rollout.TRITON_DECODE, counted)
     try:
         ours = completion_ids(model, encoded, 1, 12, 0.0, 1.0, eos, pad, "compiled")
     finally:
-        AttentionInterface.register(rollout.GQA_DECODE, rollout._gqa_decode_attention)
+        AttentionInterface.register(rollout.TRITON_DECODE, rollout._triton_decode_attention)
     assert model.config._attn_implementation == "sdpa"
     theirs = completion_ids(
         model, encoded, 1, 12, 0.0, 1.0, eos, pad, "compiled", options={"attn_implementation": "sdpa"}

@@ -43,7 +43,7 @@ from transformers import AttentionInterface, AttentionMaskInterface, LogitsProce
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from ..runner import timing
-from . import data
+from . import data, decode_attention
 
 GENERATORS = ("auto", "continuous", "compiled", "generate")
 WIDTH_STEP = 256  # "compiled": prompt widths are padded to multiples of it
@@ -93,6 +93,22 @@ def _gqa_decode_attention(
 
 AttentionInterface.register(GQA_DECODE, _gqa_decode_attention)
 AttentionMaskInterface.register(GQA_DECODE, AttentionMaskInterface()["sdpa"])  # it takes SDPA's masks
+
+TRITON_DECODE = "tritium_triton_decode"  # GQA_DECODE whose decode steps on a GPU read only the attended keys
+
+
+def _triton_decode_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    """GQA_DECODE, except that a decode step on a GPU runs decode_attention's Triton kernel, which
+    reads each row's keys from its first attended one to its current position instead of the whole
+    static cache (see that module)."""
+    if query.is_cuda and dropout == 0.0 and decode_attention.applies(query, key, value, attention_mask):
+        scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+        return decode_attention.decode_attention(query, key, value, attention_mask, scale), None
+    return _gqa_decode_attention(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+
+
+AttentionInterface.register(TRITON_DECODE, _triton_decode_attention)
+AttentionMaskInterface.register(TRITON_DECODE, AttentionMaskInterface()["sdpa"])
 
 
 def resolve(generator: str) -> str:
@@ -227,7 +243,7 @@ def _compiled(
     unknown = set(options) - {"attn_implementation"}
     if unknown:
         raise ValueError(f"rollout generator 'compiled': unknown options {sorted(unknown)}")
-    default = GQA_DECODE if model.config._attn_implementation == "sdpa" else None
+    default = TRITON_DECODE if model.config._attn_implementation == "sdpa" else None
     attention = options.get("attn_implementation", default)
     return _static(model, encoded, samples, max_new_tokens, sampling, eos, pad, True, greedy_too, min_width, attention)
 

@@ -1,0 +1,84 @@
+"""The decode-step attention kernel (a real Triton kernel, under the interpreter here) against
+transformers' SDPA attention, and the rollouts' attention that routes to it."""
+
+import pytest
+import torch
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+from tritium.train import decode_attention, rollout
+
+
+class Layer:  # what sdpa_attention_forward reads of an attention module
+    is_causal = True
+    training = False
+
+    def __init__(self, groups: int):
+        self.num_key_value_groups = groups
+
+
+def cache(batch: int, kv_heads: int, keys: int, dim: int, dtype=torch.float32):
+    return torch.randn(batch, kv_heads, keys, dim).to(dtype), torch.randn(batch, kv_heads, keys, dim).to(dtype)
+
+
+def decode_mask(batch: int, keys: int) -> torch.Tensor:
+    mask = torch.ones(batch, 1, 1, keys, dtype=torch.bool)
+    mask[0, ..., :70] = False  # left padding past a whole block of keys
+    mask[1, ..., 100:] = False  # a static cache's slots not yet written
+    mask[2, ..., :7] = False
+    mask[2, ..., 120:] = False
+    if batch > 3:
+        mask[3, ..., 50] = False  # a hole: the bounds only prune, the mask decides
+    return mask
+
+
+@pytest.mark.parametrize(("heads", "kv_heads"), [(9, 3), (4, 4), (8, 1)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_decode_step_attends_as_sdpa_does_over_the_keys_its_mask_allows(heads, kv_heads, dtype):
+    torch.manual_seed(0)
+    batch, keys, dim = 4, 150, 64
+    query = torch.randn(batch, heads, 1, dim).to(dtype)
+    key, value = cache(batch, kv_heads, keys, dim, dtype)
+    mask = decode_mask(batch, keys)
+    assert decode_attention.applies(query, key, value, mask)
+    ours = decode_attention.decode_attention(query, key, value, mask, dim**-0.5)
+    theirs, _ = sdpa_attention_forward(Layer(heads // kv_heads), query, key, value, mask, scaling=dim**-0.5)
+    assert ours.shape == theirs.shape == (batch, 1, heads, dim) and ours.dtype == dtype
+    tolerance = {"atol": 1e-5, "rtol": 1e-5} if dtype == torch.float32 else {"atol": 1e-2, "rtol": 1e-2}
+    torch.testing.assert_close(ours, theirs, **tolerance)
+
+
+def test_keys_outside_the_mask_change_nothing_however_large():
+    torch.manual_seed(1)
+    batch, keys, dim = 4, 150, 64
+    query = torch.randn(batch, 9, 1, dim)
+    key, value = cache(batch, 3, keys, dim)
+    mask = decode_mask(batch, keys)
+    before = decode_attention.decode_attention(query, key, value, mask, dim**-0.5)
+    poisoned_key, poisoned_value = key.clone(), value.clone()
+    hidden = ~mask[:, 0, 0, :]
+    poisoned_key.permute(0, 2, 1, 3)[hidden] = 1e4  # a key no row attends would dominate its softmax
+    poisoned_value.permute(0, 2, 1, 3)[hidden] = float("nan")
+    after = decode_attention.decode_attention(query, poisoned_key, poisoned_value, mask, dim**-0.5)
+    torch.testing.assert_close(after, before)
+
+
+def test_only_a_one_token_step_with_a_shared_boolean_mask_is_taken():
+    query, (key, value) = torch.randn(2, 9, 1, 64), cache(2, 3, 20, 64)
+    mask = torch.ones(2, 1, 1, 20, dtype=torch.bool)
+    assert decode_attention.applies(query, key, value, mask)
+    assert not decode_attention.applies(torch.randn(2, 9, 3, 64), key, value, mask.expand(2, 1, 3, 20))  # prefill
+    assert not decode_attention.applies(query, key, value, None)
+    assert not decode_attention.applies(query, key, value, torch.zeros(2, 1, 1, 20))  # an additive float mask
+    assert not decode_attention.applies(query, key, value, mask.expand(2, 9, 1, 20))  # a mask per head
+    odd = torch.randn(2, 9, 1, 48)
+    assert not decode_attention.applies(odd, *cache(2, 3, 20, 48), mask)  # no power-of-two head dim
+
+
+def test_the_rollouts_triton_attention_falls_back_to_gqa_decode_off_the_gpu():
+    torch.manual_seed(2)
+    query, (key, value) = torch.randn(3, 9, 1, 64), cache(3, 3, 150, 64)
+    mask = decode_mask(3, 150)
+    layer = Layer(3)
+    ours, _ = rollout._triton_decode_attention(layer, query, key, value, mask, scaling=0.125)
+    theirs, _ = rollout._gqa_decode_attention(layer, query, key, value, mask, scaling=0.125)
+    assert torch.equal(ours, theirs)  # CPU tensors: SDPA's path, not the kernel
