@@ -42,7 +42,7 @@ def _decode_kernel(
     stride_mb,
     stride_ob,
     stride_oh,
-    scale,
+    SCALE: tl.constexpr,  # a constant: as an argument under torch.compile it came as float64
     GROUP: tl.constexpr,
     GROUP_ROWS: tl.constexpr,
     DIM: tl.constexpr,
@@ -76,7 +76,7 @@ def _decode_kernel(
         attended = (keys < last) & (tl.load(mask_ptr + row * stride_mb + keys, mask=keys < last, other=0) != 0)
         k = tl.load(k_row + keys[:, None] * stride_kn + dims[None, :], mask=attended[:, None], other=0.0)
         v = tl.load(v_row + keys[:, None] * stride_vn + dims[None, :], mask=attended[:, None], other=0.0)
-        scores = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision=PRECISION) * scale
+        scores = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision=PRECISION) * SCALE
         scores = tl.where(attended[None, :], scores, float("-inf"))
         new_top = tl.maximum(top, tl.max(scores, axis=1))
         safe_top = tl.where(new_top == float("-inf"), 0.0, new_top)  # a block with no attended key
@@ -126,7 +126,7 @@ def decode_attention(
         query,
         key,
         value,
-        attended.view(torch.uint8),
+        attended,
         out,
         keys,
         query.stride(0),
@@ -140,7 +140,7 @@ def decode_attention(
         attended.stride(0),
         out.stride(0),
         out.stride(2),
-        scale,
+        SCALE=scale,
         GROUP=group,
         GROUP_ROWS=max(16, triton.next_power_of_2(group)),
         DIM=dim,
