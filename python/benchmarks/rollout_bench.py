@@ -13,10 +13,10 @@ bfloat16 compiled path against float32 `generate`, the baseline, in one run).
 
 The model is a transformers directory, or by default SmolLM2-135M's architecture (its Llama
 config) with random weights: the machines that run this reach no model hub, and the cost of a
-decode step depends on the shapes, not on the weights. A random model almost never samples its
-one EOS, so with it a set of `--stop-share` of the vocabulary stops a sample (each token has that
-chance), which gives completions the spread of lengths that real rollouts have (mean about
-1/stop-share tokens, capped at --max-new-tokens). Prompts are Tritium's kernel prompts of the
+decode step depends on the shapes, not on the weights. A random model would almost never sample
+its one EOS, so its output layer gives the EOS the chance `--stop-share` at every token
+(StopChance), which gives completions the spread of lengths that real rollouts have (mean
+about 1/stop-share tokens, capped at --max-new-tokens). Prompts are Tritium's kernel prompts of the
 example tasks, `--group` samples each, as RL draws them. Per batch size it prints generated
 tokens/s of each path, the ratio, and the completions' mean length and share stopped by a stop
 token under each (they should sample alike); greedy completions of a few prompts are compared
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import pathlib
 import statistics
 import sys
@@ -80,9 +81,32 @@ def load(args):
     torch.manual_seed(0)
     config = LlamaConfig(pad_token_id=0, bos_token_id=1, eos_token_id=2, **SMOLLM2_135M)
     model = LlamaForCausalLM(config).to(dtype)
-    vocab = SMOLLM2_135M["vocab_size"]
-    stops = list(range(vocab - max(1, int(vocab * args.stop_share)), vocab))  # ids the prompts never use
-    return model, encoded, stops, 0, f"SmolLM2-135M architecture, random weights, {len(stops)} stop ids"
+    eos = SMOLLM2_135M["vocab_size"] - 1  # an id the prompts never use
+    model.stop_chance = StopChance(model, eos, args.stop_share)
+    what = f"SmolLM2-135M architecture, random weights, one EOS id of chance {args.stop_share:.4f} a token"
+    return model, encoded, eos, 0, what
+
+
+class StopChance:
+    """A hook on the output layer that sets the logit of `eos`, the vocabulary's last id, so that
+    sampling at temperature 1 draws it with probability `share` at every position: completions end as
+    real rollouts do, with one stop id. (A set of stop ids instead made transformers' stop criterion
+    run torch.isin over them, whose sorting path waits for the device twice a step: a cost real
+    rollouts, with one EOS, do not pay.) Part of the forward every generator runs, compiled too.
+    Greedy decoding would pick that EOS first (its logit is near the log-sum of all the others), so
+    the greedy comparison turns it off (`active`)."""
+
+    def __init__(self, model, eos: int, share: float):
+        if eos != model.lm_head.out_features - 1:
+            raise ValueError(f"StopChance: the EOS must be the vocabulary's last id, not {eos}")
+        self.eos, self.shift, self.active = eos, math.log(share / (1 - share)), True
+        model.lm_head.register_forward_hook(self)
+
+    def __call__(self, module, inputs, logits):
+        if not self.active:
+            return logits
+        others = logits[..., : self.eos].float().logsumexp(dim=-1, keepdim=True)
+        return torch.cat((logits[..., : self.eos], (others + self.shift).to(logits.dtype)), dim=-1)
 
 
 def save_model(where: str, prompts: list[str]) -> None:
@@ -264,7 +288,7 @@ def main() -> None:
     parser.add_argument("--sequences", type=lambda s: [int(n) for n in s.split(",")], default=[64, 256, 512])
     parser.add_argument("--group", type=int, default=8, help="samples per prompt")
     parser.add_argument("--max-new-tokens", type=int, default=512)
-    parser.add_argument("--stop-share", type=float, default=1 / 300, help="random model: share of stop ids")
+    parser.add_argument("--stop-share", type=float, default=1 / 300, help="random model: the EOS's chance a token")
     parser.add_argument("--dtype", default="float32", help="the policy's dtype (RL trains in float32)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--greedy-prompts", type=int, default=8)
@@ -365,6 +389,9 @@ def main() -> None:
 
     prompts = encoded[: args.greedy_prompts]
     compared = args.greedy_generators or args.generators
+    for policy in (policies.loaded, *policies.cast.values()):
+        if hasattr(policy, "stop_chance"):
+            policy.stop_chance.active = False  # 64 greedy tokens each, compared token for token
     greedy = {g: run(policies, prompts, 1, 64, eos, pad, g, 0, temperature=0.0)[1] for g in compared if prompts}
     reference = compared[0]
     for generator, rows in greedy.items():

@@ -215,3 +215,27 @@ def test_decoding_lets_a_waiting_timer_have_the_gpu_between_its_steps(tiny, tmp_
     assert began - max(t for t in steps if t < began) < 0.5  # at the step after it queued
     assert not [t for t in steps if began < t < ended]  # no decode step while it timed
     assert [t for t in steps if t > ended]  # and the decoding went on after it
+
+
+def test_the_deferred_stop_check_reaches_cuda_devices_for_the_call_alone_and_changes_no_token(tiny):
+    from transformers.generation import utils as generation
+
+    from tritium.train import rollout
+
+    model, tokenizer, prompts = tiny
+    encoded = [tokenizer(p)["input_ids"][:n] for p, n in zip(prompts, (20, 33, 47))]
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    library = generation.DeferredStopCheck.__dict__["is_supported"]
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert not generation.DeferredStopCheck.is_supported(cuda, None, False, False)  # the library's: MPS only
+    with rollout._stop_check_deferred(True):
+        assert generation.DeferredStopCheck.is_supported(cuda, None, False, False)
+        assert not generation.DeferredStopCheck.is_supported(cuda, None, False, True)  # an assistant model: never
+        assert not generation.DeferredStopCheck.is_supported(cpu, None, False, False)  # no events on the CPU
+    assert generation.DeferredStopCheck.__dict__["is_supported"] is library  # given back
+    torch.manual_seed(3)
+    plain = completion_ids(model, encoded, 2, 10, 1.0, 1.0, eos, pad, "compiled")
+    torch.manual_seed(3)
+    deferred = completion_ids(model, encoded, 2, 10, 1.0, 1.0, eos, pad, "compiled", options={"defer_stop_check": True})
+    assert deferred == plain  # on the CPU the library's own check runs: the option changes nothing here
+    assert generation.DeferredStopCheck.__dict__["is_supported"] is library

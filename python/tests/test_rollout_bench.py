@@ -6,6 +6,7 @@ import argparse
 import pathlib
 import sys
 
+import pytest
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -44,3 +45,19 @@ def test_a_generator_given_a_dtype_decodes_with_a_cast_policy_and_leaves_the_bas
     # "generate" takes no options of its own: only the dtype may be given to it
     assert rollout_bench.split_dtype({"dtype": "bfloat16"}) == ("bfloat16", None)
     assert rollout_bench.split_dtype({"dtype": "float16", "warmup": False}) == ("float16", {"warmup": False})
+
+
+def test_the_random_models_eos_is_drawn_with_the_stop_share_at_every_position_unless_turned_off():
+    model, tokenizer = models.load("tiny", corpus=["def forward(x): return torch.relu(x)"])
+    eos = model.lm_head.out_features - 1
+    ids = torch.tensor([tokenizer("def forward(x): return")["input_ids"]])
+    before = model(ids).logits
+    chance = rollout_bench.StopChance(model, eos, 0.25)
+    probs = model(ids).logits.softmax(-1)
+    torch.testing.assert_close(probs[..., eos], torch.full(probs.shape[:2], 0.25))
+    # the other ids keep their odds against each other
+    torch.testing.assert_close(probs[..., :eos] / probs[..., :eos].sum(-1, keepdim=True), before[..., :eos].softmax(-1))
+    chance.active = False
+    torch.testing.assert_close(model(ids).logits, before)
+    with pytest.raises(ValueError, match="last id"):
+        rollout_bench.StopChance(model, 0, 0.25)

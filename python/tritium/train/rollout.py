@@ -191,6 +191,7 @@ def _static(
     greedy_too: bool = False,
     min_width: int = 0,
     attention: str | None = None,
+    defer_stop_check: bool = False,
 ) -> list[list[int]]:
     width = max(len(ids) for ids in encoded)
     if compiled:  # prompt widths in steps of WIDTH_STEP, at least min_width: calls of one config repeat their shapes
@@ -206,7 +207,7 @@ def _static(
     if greedy_too and sampling.get("do_sample"):  # each prompt's last row
         greedy = torch.tensor([k == samples for _ in encoded for k in range(per_prompt)], device=device)
         processors.append(_GreedyRows(greedy))
-    with _attention(model, attention), lock.shared():
+    with _attention(model, attention), _stop_check_deferred(defer_stop_check), lock.shared():
         out = model.generate(
             input_ids=inputs,
             attention_mask=mask,
@@ -218,6 +219,37 @@ def _static(
             **extra,
         )
     return [_until_eos(row, eos, pad) for row in out[:, width:].tolist()]
+
+
+@contextlib.contextmanager
+def _stop_check_deferred(enabled: bool):
+    """generate's check that some sequence is unfinished, read one step late on a GPU too while
+    enabled. The check reads a device value on the host: at every step the host waited for the device
+    before it could queue the next step (4 waits of a compiled step's 7.5 ms on an H100, the device
+    idle 42% of it; rollout_bench --profile, 2026-12-06). transformers' DeferredStopCheck copies the
+    value asynchronously and reads it a step later (one extra forward, undone), but only on Apple's MPS
+    devices; this lets CUDA devices use it for the call."""
+    if not enabled:
+        yield
+        return
+    from transformers.generation import utils as generation
+
+    deferred = getattr(generation, "DeferredStopCheck", None)
+    if deferred is None or not hasattr(deferred, "is_supported"):
+        raise ValueError("rollout option defer_stop_check: this transformers has no DeferredStopCheck")
+    library = deferred.__dict__["is_supported"]
+
+    def is_supported(device, cache, cache_is_returned, is_assistant):
+        on_cuda = device.type == "cuda" and not is_assistant
+        if on_cuda:  # the library's own conditions, with the device's kind set aside
+            return cache is None or cache.is_croppable or not cache_is_returned
+        return library.__func__(device, cache, cache_is_returned, is_assistant)
+
+    deferred.is_supported = staticmethod(is_supported)
+    try:
+        yield
+    finally:
+        deferred.is_supported = library
 
 
 @contextlib.contextmanager
@@ -239,16 +271,20 @@ def _compiled(
 ) -> list[list[int]]:
     """A static batch over a static KV cache: on a GPU, transformers compiles the decode step
     (torch.compile, CUDA graphs), once per shape: prompts padded to `min_width` or more keep the
-    calls of a run at one shape. A model whose attention is SDPA's decodes with GQA_DECODE (which
+    calls of a run at one shape. A model whose attention is SDPA's decodes with TRITON_DECODE (which
     stands in for SDPA alone), unless `options` give another `attn_implementation` (benchmarks:
-    "sdpa", transformers' own)."""
+    "sdpa", transformers' own; GQA_DECODE). `options["defer_stop_check"]`: generate's stop check
+    read a step late on a GPU (_stop_check_deferred); off unless given, until measured."""
     options = options or {}
-    unknown = set(options) - {"attn_implementation"}
+    unknown = set(options) - {"attn_implementation", "defer_stop_check"}
     if unknown:
         raise ValueError(f"rollout generator 'compiled': unknown options {sorted(unknown)}")
     default = TRITON_DECODE if model.config._attn_implementation == "sdpa" else None
     attention = options.get("attn_implementation", default)
-    return _static(model, encoded, samples, max_new_tokens, sampling, eos, pad, True, greedy_too, min_width, attention)
+    defer = bool(options.get("defer_stop_check", False))
+    return _static(
+        model, encoded, samples, max_new_tokens, sampling, eos, pad, True, greedy_too, min_width, attention, defer
+    )
 
 
 @torch.no_grad()
@@ -318,7 +354,7 @@ def completion_ids(
     """`samples` completions of each prompt (token ids, prompt-major), EOS kept, no padding; `eos`
     one stop token or several. The model is in eval mode for the call and back in its former mode
     after it. `options` (benchmarks): "continuous", its settings in place of CONTINUOUS; "compiled",
-    {"attn_implementation": NAME} in place of GQA_DECODE.
+    {"attn_implementation": NAME} in place of TRITON_DECODE, {"defer_stop_check": true}.
     `greedy_too`: each prompt's `samples` completions are followed by a greedy one, decoded in the
     same static batch ("continuous": in a second call). `min_width`: "compiled" only, the prompts
     padded to at least that many tokens (one shape, one compile, for all of a run's calls)."""
