@@ -244,12 +244,25 @@ def profile(policies, prompts, args, eos, pad, seed: int) -> dict:
     return {"call": r, "steps": steps, "device_busy": busy, "kernels": kernels, "host": host}
 
 
+def _call_ms(fn, *args, repeats: int = 50, **kwargs) -> float:
+    """Milliseconds a call of fn(*args, **kwargs) on the GPU (CUDA events around `repeats` calls, after one)."""
+    fn(*args, **kwargs)
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    for _ in range(repeats):
+        fn(*args, **kwargs)
+    end.record()
+    torch.cuda.synchronize()
+    return begin.elapsed_time(end) / repeats
+
+
 def attention_check(args) -> list[dict]:
     """One layer's decode-step attention at RL's shapes (SmolLM2's 9 query heads over 3 key/value
     heads, --dtype), GQA_DECODE's SDPA against TRITON_DECODE's kernel, over static caches of each
-    length in --attention-check, the rows' prompts left-padded to half of it and the step halfway
-    through the rest: their largest difference and milliseconds a call (CUDA events, 50 calls)."""
-    from tritium.train import rollout
+    length in --attention-check, the rows' prompts left-padded by up to a quarter of it and their
+    current position at three quarters: their largest difference and milliseconds a call; on a GPU
+    also the kernel under each launch of --attention-launches (keys a block, warps, stages)."""
+    from tritium.train import decode_attention, rollout
 
     dtype, device, rows = getattr(torch, args.dtype), args.device, max(args.sequences)
     layer = argparse.Namespace(num_key_value_groups=3, is_causal=True, training=False)
@@ -259,24 +272,27 @@ def attention_check(args) -> list[dict]:
         query = torch.randn(rows, 9, 1, 64, device=device, dtype=dtype)
         key, value = (torch.randn(rows, 3, keys, 64, device=device, dtype=dtype) for _ in range(2))
         index = torch.arange(keys, device=device)
-        pad = torch.randint(0, keys // 4, (rows, 1), device=device)  # prompts of keys/4 to keys/2 tokens
+        pad = torch.randint(0, keys // 4, (rows, 1), device=device)
         mask = ((index >= pad) & (index < keys // 2 + keys // 4)).view(rows, 1, 1, keys)
         row = {"keys": keys, "sequences": rows}
-        outs = {}
-        for name in (rollout.GQA_DECODE, rollout.TRITON_DECODE):
-            attend = {rollout.GQA_DECODE: rollout._gqa_decode_attention}.get(name, rollout._triton_decode_attention)
-            outs[name], _ = attend(layer, query, key, value, mask, scaling=0.125)
-            if device == "cuda":
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(50):
-                    attend(layer, query, key, value, mask, scaling=0.125)
-                end.record()
-                torch.cuda.synchronize()
-                row[f"{name}_ms"] = start.elapsed_time(end) / 50
+        attends = {
+            rollout.GQA_DECODE: rollout._gqa_decode_attention,
+            rollout.TRITON_DECODE: rollout._triton_decode_attention,
+        }
+        outs = {name: attend(layer, query, key, value, mask, scaling=0.125)[0] for name, attend in attends.items()}
         row["max_difference"] = (
             (outs[rollout.GQA_DECODE].float() - outs[rollout.TRITON_DECODE].float()).abs().max().item()
         )
+        if device == "cuda":
+            tensors = (query, key, value, mask)
+            for name, attend in attends.items():
+                row[f"{name}_ms"] = _call_ms(attend, layer, *tensors, scaling=0.125)
+            row["launches_ms"] = {
+                f"{block}/{warps}/{stages}": _call_ms(
+                    decode_attention.decode_attention, *tensors, 0.125, block=block, warps=warps, stages=stages
+                )
+                for block, warps, stages in args.attention_launches
+            }
         results.append(row)
         print(f"attention, {keys} cache slots x {rows} sequences: {row}", flush=True)
     return results
@@ -314,6 +330,12 @@ def main() -> None:
         "--attention-check",
         type=lambda s: [int(n) for n in s.split(",")],
         help="static cache lengths: first time one layer's decode attention, SDPA's against the Triton kernel",
+    )
+    parser.add_argument(
+        "--attention-launches",
+        type=lambda s: [tuple(int(n) for n in item.split("/")) for item in s.split(",")],
+        default=[(64, 4, 3), (32, 4, 3), (128, 4, 3), (64, 2, 3), (64, 8, 3), (64, 4, 2), (64, 4, 4)],
+        help="--attention-check's launches of the kernel to time, BLOCK/WARPS/STAGES each",
     )
     parser.add_argument(
         "--profile",

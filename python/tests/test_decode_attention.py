@@ -82,3 +82,15 @@ def test_the_rollouts_triton_attention_falls_back_to_gqa_decode_off_the_gpu():
     ours, _ = rollout._triton_decode_attention(layer, query, key, value, mask, scaling=0.125)
     theirs, _ = rollout._gqa_decode_attention(layer, query, key, value, mask, scaling=0.125)
     assert torch.equal(ours, theirs)  # CPU tensors: SDPA's path, not the kernel
+
+
+@pytest.mark.parametrize("block", [16, 32, 128])
+def test_the_keys_a_loop_iteration_reads_change_no_output(block):
+    torch.manual_seed(4)
+    batch, keys, dim = 4, 150, 64
+    query = torch.randn(batch, 9, 1, dim)
+    key, value = cache(batch, 3, keys, dim)
+    mask = decode_mask(batch, keys)
+    default = decode_attention.decode_attention(query, key, value, mask, dim**-0.5)
+    other = decode_attention.decode_attention(query, key, value, mask, dim**-0.5, block=block, warps=2, stages=2)
+    torch.testing.assert_close(other, default, atol=1e-6, rtol=1e-5)

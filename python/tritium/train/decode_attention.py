@@ -112,11 +112,19 @@ def applies(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: t
 
 
 def decode_attention(
-    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor, scale: float
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor,
+    scale: float,
+    block: int = BLOCK_KEYS,
+    warps: int = 4,
+    stages: int = 3,
 ) -> torch.Tensor:
     """softmax(q k^T * scale) v over the keys `mask` lets each row attend, for `query` (batch, heads,
     1, dim) against the cache's `key`/`value` (batch, kv_heads, keys, dim); returns (batch, 1, heads,
-    dim), as transformers' attention functions do. Only for calls `applies` accepts."""
+    dim), as transformers' attention functions do. Only for calls `applies` accepts. `block` (keys a
+    loop iteration), `warps` and `stages` (the launch's): rollout_bench --attention-check times others."""
     batch, heads, _, dim = query.shape
     kv_heads, keys = key.shape[1], key.shape[2]
     group = heads // kv_heads
@@ -146,8 +154,10 @@ def decode_attention(
         GROUP=group,
         GROUP_ROWS=max(16, triton.next_power_of_2(group)),
         DIM=dim,
-        BLOCK=BLOCK_KEYS,
+        BLOCK=block,
         SCAN=1024,
         PRECISION="ieee" if query.dtype == torch.float32 else "tf32",  # tf32 holds bfloat16 and float16 exactly
+        num_warps=warps,
+        num_stages=stages,
     )
     return out
