@@ -266,6 +266,10 @@ def attention_check(args) -> list[dict]:
 
     dtype, device, rows = getattr(torch, args.dtype), args.device, max(args.sequences)
     layer = argparse.Namespace(num_key_value_groups=3, is_causal=True, training=False)
+    attends = {
+        rollout.GQA_DECODE: rollout._gqa_decode_attention,
+        rollout.TRITON_DECODE: rollout._triton_decode_attention,
+    }
     results = []
     for keys in args.attention_check:
         torch.manual_seed(keys)
@@ -275,10 +279,6 @@ def attention_check(args) -> list[dict]:
         pad = torch.randint(0, keys // 4, (rows, 1), device=device)
         mask = ((index >= pad) & (index < keys // 2 + keys // 4)).view(rows, 1, 1, keys)
         row = {"keys": keys, "sequences": rows}
-        attends = {
-            rollout.GQA_DECODE: rollout._gqa_decode_attention,
-            rollout.TRITON_DECODE: rollout._triton_decode_attention,
-        }
         outs = {name: attend(layer, query, key, value, mask, scaling=0.125)[0] for name, attend in attends.items()}
         row["max_difference"] = (
             (outs[rollout.GQA_DECODE].float() - outs[rollout.TRITON_DECODE].float()).abs().max().item()

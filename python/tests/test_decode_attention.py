@@ -31,34 +31,36 @@ def decode_mask(batch: int, keys: int) -> torch.Tensor:
     return mask
 
 
+BATCH, KEYS, DIM = 4, 150, 64
+
+
+def decode_step(seed: int, heads: int = 9, kv_heads: int = 3, dtype=torch.float32):
+    """A decode step's query, the cache's keys and values, and decode_mask's mask, drawn from `seed`."""
+    torch.manual_seed(seed)
+    query = torch.randn(BATCH, heads, 1, DIM).to(dtype)
+    return (query, *cache(BATCH, kv_heads, KEYS, DIM, dtype), decode_mask(BATCH, KEYS))
+
+
 @pytest.mark.parametrize(("heads", "kv_heads"), [(9, 3), (4, 4), (8, 1)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_a_decode_step_attends_as_sdpa_does_over_the_keys_its_mask_allows(heads, kv_heads, dtype):
-    torch.manual_seed(0)
-    batch, keys, dim = 4, 150, 64
-    query = torch.randn(batch, heads, 1, dim).to(dtype)
-    key, value = cache(batch, kv_heads, keys, dim, dtype)
-    mask = decode_mask(batch, keys)
+    query, key, value, mask = decode_step(0, heads, kv_heads, dtype)
     assert decode_attention.applies(query, key, value, mask)
-    ours = decode_attention.decode_attention(query, key, value, mask, dim**-0.5)
-    theirs, _ = sdpa_attention_forward(Layer(heads // kv_heads), query, key, value, mask, scaling=dim**-0.5)
-    assert ours.shape == theirs.shape == (batch, 1, heads, dim) and ours.dtype == dtype
+    ours = decode_attention.decode_attention(query, key, value, mask, DIM**-0.5)
+    theirs, _ = sdpa_attention_forward(Layer(heads // kv_heads), query, key, value, mask, scaling=DIM**-0.5)
+    assert ours.shape == theirs.shape == (BATCH, 1, heads, DIM) and ours.dtype == dtype
     tolerance = {"atol": 1e-5, "rtol": 1e-5} if dtype == torch.float32 else {"atol": 1e-2, "rtol": 1e-2}
     torch.testing.assert_close(ours, theirs, **tolerance)
 
 
 def test_keys_outside_the_mask_change_nothing_however_large():
-    torch.manual_seed(1)
-    batch, keys, dim = 4, 150, 64
-    query = torch.randn(batch, 9, 1, dim)
-    key, value = cache(batch, 3, keys, dim)
-    mask = decode_mask(batch, keys)
-    before = decode_attention.decode_attention(query, key, value, mask, dim**-0.5)
+    query, key, value, mask = decode_step(1)
+    before = decode_attention.decode_attention(query, key, value, mask, DIM**-0.5)
     poisoned_key, poisoned_value = key.clone(), value.clone()
     hidden = ~mask[:, 0, 0, :]
     poisoned_key.permute(0, 2, 1, 3)[hidden] = 1e4  # a key no row attends would dominate its softmax
     poisoned_value.permute(0, 2, 1, 3)[hidden] = float("nan")
-    after = decode_attention.decode_attention(query, poisoned_key, poisoned_value, mask, dim**-0.5)
+    after = decode_attention.decode_attention(query, poisoned_key, poisoned_value, mask, DIM**-0.5)
     torch.testing.assert_close(after, before)
 
 
@@ -86,11 +88,7 @@ def test_the_rollouts_triton_attention_falls_back_to_gqa_decode_off_the_gpu():
 
 @pytest.mark.parametrize("block", [16, 32, 128])
 def test_the_keys_a_loop_iteration_reads_change_no_output(block):
-    torch.manual_seed(4)
-    batch, keys, dim = 4, 150, 64
-    query = torch.randn(batch, 9, 1, dim)
-    key, value = cache(batch, 3, keys, dim)
-    mask = decode_mask(batch, keys)
-    default = decode_attention.decode_attention(query, key, value, mask, dim**-0.5)
-    other = decode_attention.decode_attention(query, key, value, mask, dim**-0.5, block=block, warps=2, stages=2)
+    query, key, value, mask = decode_step(4)
+    default = decode_attention.decode_attention(query, key, value, mask, DIM**-0.5)
+    other = decode_attention.decode_attention(query, key, value, mask, DIM**-0.5, block=block, warps=2, stages=2)
     torch.testing.assert_close(other, default, atol=1e-6, rtol=1e-5)

@@ -75,7 +75,7 @@ def _decode_kernel(
     v_row = v_ptr + row * stride_vb + kv_head * stride_vh
     for start in range(first, last, BLOCK):
         keys = start + tl.arange(0, BLOCK)
-        attended = (keys < last) & (tl.load(mask_ptr + row * stride_mb + keys, mask=keys < last, other=0) != 0)
+        attended = tl.load(mask_ptr + row * stride_mb + keys, mask=keys < last, other=0) != 0  # none past last
         k = tl.load(k_row + keys[:, None] * stride_kn + dims[None, :], mask=attended[:, None], other=0.0)
         v = tl.load(v_row + keys[:, None] * stride_vn + dims[None, :], mask=attended[:, None], other=0.0)
         scores = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision=PRECISION) * SCALE
