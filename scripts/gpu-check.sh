@@ -24,7 +24,8 @@
 #   validates solutions on the CPU), and TRAIN_STAGES (default "sft rl eval") picks the stages then:
 #   "sft eval" in one call and "rl eval" in the next, on the same warm machine, split a long run.
 #   The log in $OUT/train, reports, histories and verdicts in $OUT/train/run.tar.gz. TRAIN_LIMIT_S
-#   (seconds; default none) stops the run in time to pack what the stages it finished wrote.
+#   (seconds; default none) stops the run in time to pack what the stages it finished wrote; 25 s before
+#   it, the config's time_limit_s (unless it sets one) ends RL after its last whole step, saved.
 # ablation: python -m tritium.train.ablation on $TRAIN_CONFIG (its data and SFT done: a train call before it on
 #   the same warm machine; SFT's eval is made with the arms' if missing), the schemes in ABLATION_REWARDS (default "hrd,blended"; one per
 #   call where a call cannot hold both arms), under TRAIN_LIMIT_S; ABLATION_STAGES ("rl" or "eval"; default
@@ -77,6 +78,8 @@ for step in "${steps[@]}"; do
            export PYTHONPATH="$PWD/.model/site${PYTHONPATH:+:$PYTHONPATH}" ;;
     train) mkdir -p "$OUT/train"; config="$OUT/train/$(basename "${TRAIN_CONFIG:-configs/h200.toml}")"
            cp "${TRAIN_CONFIG:-configs/h200.toml}" "$config"
+           # the run's own limit inside the call's: RL stops after the step that leaves too little of it, saved
+           [ -n "${TRAIN_LIMIT_S:-}" ] && ! grep -q "^time_limit_s" "$config" && sed -i "1i time_limit_s = $((TRAIN_LIMIT_S - 25))" "$config"
            run_dir=$(run_dir_of "$config")
            stages=(${TRAIN_STAGES:-sft rl eval}); stages=$(printf '"%s", ' "${stages[@]}")
            [ -f "$run_dir/sft.jsonl" ] && sed -i "s/^stages = .*/stages = [${stages%, }]/" "$config"

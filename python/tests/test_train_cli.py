@@ -86,6 +86,18 @@ def test_every_stage_runs_and_the_report_compares_the_models(tmp_path):
     assert (out / "eval" / "rl" / "answers.jsonl").read_text() == answers
     assert len((out / "eval" / "rl" / "verdicts.jsonl").read_text().splitlines()) == 2
 
+    # A run whose SFT call made no eval: RL's eval takes SFT's checkpoint with it, and the report has both.
+    for name in ("sft", "rl"):
+        (out / "eval" / name / "verdicts.jsonl").unlink()
+    r = run("train", "--config", str(config), timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"eval: sft ({out / 'sft' / 'checkpoint-8'})" in r.stdout and "eval: rl (" in r.stdout
+    assert r.stdout.index("eval: sft (") < r.stdout.index("eval: rl (")
+    for name in ("sft", "rl"):
+        assert len((out / "eval" / name / "verdicts.jsonl").read_text().splitlines()) == 2
+    report = json.loads((out / "report" / "report.json").read_text())
+    assert [run["name"] for run in report["runs"]] == ["sft/verdicts", "rl/verdicts"]
+
     # SFT from a model directory (this run's SFT model) with `base = true`: the model before SFT is
     # evaluated too, and the report sets base and SFT side by side.
     again = tmp_path / "again"

@@ -525,6 +525,35 @@ def test_a_run_stopped_after_a_checkpoint_resumes_as_the_uninterrupted_run_goes_
     assert again["checkpoint"].endswith("checkpoint-4") and len(again["history"]) == 4 and "past steps 3" in logs[0]
 
 
+@pytest.mark.parametrize("overlap_steps", [False, True])
+def test_a_time_limit_ends_the_stage_after_a_whole_step_with_its_checkpoint_and_a_later_run_resumes(
+    tmp_path, overlap_steps
+):
+    start, suite = _tiny_start(tmp_path)
+
+    def run(time_limit_s):
+        config = RLConfig(
+            tasks=suite, model=start, out=str(tmp_path / "run"), steps=3, prompts_per_step=2, group_size=2,
+            rollout_batch=2, max_new_tokens=8, lr=1e-3, overlap_steps=overlap_steps, engine_device="cpu",
+            engine_jobs=1, tensorboard=False, seed=3, time_limit_s=time_limit_s,
+        )  # fmt: skip
+        logs = []
+        return train_rl(config, log=logs.append), logs
+
+    cut, logs = run(1e-3)  # no step fits: the first runs (nothing to judge a step's length by), and with
+    stop = 2 if overlap_steps else 1  # overlap_steps the second too, its rollouts drawn during the first
+    assert cut["steps"] == stop and cut["stopped_by_time_limit"] and len(cut["history"]) == stop
+    assert any(line.startswith(f"rl: stopping after step {stop} of 3: another, as long as this one") for line in logs)
+    # saved though save_every is 0 (only at the end): the step the limit ended on is a checkpoint to resume from
+    assert cut["checkpoint"] == str(tmp_path / "run" / f"checkpoint-{stop}")
+    assert (tmp_path / "run" / f"checkpoint-{stop}" / "trainer_state.pt").exists()
+    steps = {json.loads(line)["step"] for line in (tmp_path / "run" / "rollouts.jsonl").read_text().splitlines()}
+    assert steps == set(range(1, stop + 1))  # no step's rollouts drawn that the limit left no time to judge
+    whole, logs = run(0.0)
+    assert logs[0] == f"rl: resuming from {tmp_path / 'run' / f'checkpoint-{stop}'} at step {stop}"
+    assert whole["steps"] == 3 and not whole["stopped_by_time_limit"] and len(whole["history"]) == 3
+
+
 def test_a_run_resumes_only_what_started_from_the_same_model(tmp_path):
     start, suite = _tiny_start(tmp_path)
     other = tmp_path / "other"

@@ -2,6 +2,7 @@
 
     stages = ["data", "sft", "rl", "eval"]   # any subset, in this order
     out = "runs/NAME"                         # every stage writes under it
+    time_limit_s = 540                        # optional: RL stops after the step that leaves too little of it
     [data]  synthesized tasks with reference solutions -> held-out split -> verified SFT JSONL
     [sft]   tritium.train.sft.SFTConfig fields (data and out are filled in)
     [rl]    tritium.train.rl.RLConfig fields (tasks, model and out are filled in)
@@ -21,18 +22,25 @@ import os
 import pathlib
 import signal
 import sys
+import time
 import tomllib
 
 from .. import api
 from . import schema
 from .data import write_jsonl
-from .evaluate import SAMPLES, evaluate_model, pass_ks
+from .evaluate import SAMPLES, evaluate_models, pass_ks
 from .rl import RLConfig, train_rl
 from .sft import SFTConfig, latest_checkpoint, train_sft
 
 STAGES = schema.STAGES
 RL_TASKS = "rl_tasks.jsonl"  # [data] rl_size = "mid" or "gpu": RL's tasks, else the SFT tasks
 RL_SIZES = ("cpu", "mid", "gpu")
+EARLIER = {
+    "base": (),
+    "model": (),
+    "sft": ("base",),
+    "rl": ("base", "sft"),
+}  # the evals a stage's report sets beside its own
 
 
 def data_stage(cfg: dict, out: pathlib.Path, seed: int) -> None:
@@ -113,14 +121,35 @@ class Evaluations:
         self.report_dir: pathlib.Path | None = None
 
     def after(self, name: str, model: pathlib.Path) -> None:
+        """`model`'s eval under the stage `name`, beside the evals of the stages before it; SFT's checkpoint
+        is evaluated with RL's when its eval is missing (a run whose SFT call left none), in one engine,
+        the one judged while the other samples: the report compares the models RL started and ended with."""
         if self.on and self.state.is_main_process:
-            print(f"eval: {name} ({model})", flush=True)
-            where = self.out / "eval" / name
-            self.metrics[name] = evaluate_model(
-                str(model), str(self.out / "heldout.jsonl"), str(where), seed=self.seed, **self.cfg
+            evals = self._before(name) + [(name, model)]
+            wheres = [self.out / "eval" / stage for stage, _ in evals]
+            for stage, path in evals:
+                print(f"eval: {stage} ({path})", flush=True)
+            metrics = evaluate_models(
+                [(str(path), str(where)) for (_, path), where in zip(evals, wheres)],
+                str(self.out / "heldout.jsonl"),
+                seed=self.seed,
+                **self.cfg,
             )
-            self.verdicts.append(where / "verdicts.jsonl")
+            for (stage, _), where, result in zip(evals, wheres, metrics):
+                self.metrics[stage] = result
+                self.verdicts.append(where / "verdicts.jsonl")
         self.state.wait_for_everyone()
+
+    def _before(self, name: str) -> list[tuple[str, pathlib.Path]]:
+        """The stages before `name`: their evals join the report; SFT's checkpoint, for RL, when its eval is missing."""
+        missing = []
+        for stage in EARLIER[name]:
+            verdicts = self.out / "eval" / stage / "verdicts.jsonl"
+            if verdicts.exists():
+                self.verdicts += [] if verdicts in self.verdicts else [verdicts]
+            elif stage == "sft" and (checkpoint := latest_checkpoint(self.out / "sft")):
+                missing.append((stage, checkpoint))
+        return missing
 
     def before_sft(self, model: str) -> None:
         """With `base = true`, the model SFT starts from (a directory: the tiny preset is built by SFT)."""
@@ -143,8 +172,6 @@ class Evaluations:
         stage = next((name for name in ("rl", "sft") if checkpoints[name]), None)
         if stage is None:
             raise ValueError(f"eval alone needs [eval] model, or an SFT or RL checkpoint under {self.out}")
-        before = ("base", "sft") if stage == "rl" else ("base",)
-        self.verdicts += [v for v in (self.out / "eval" / name / "verdicts.jsonl" for name in before) if v.exists()]
         self.after(stage, checkpoints[stage])
 
     def report(self) -> None:
@@ -179,6 +206,7 @@ def run_dir(config: dict, config_path: str) -> pathlib.Path:
 def run_config(config: dict, config_path: str) -> dict:
     """run() on a config already loaded and checked (the reward ablation runs variants of one);
     `config_path` names it, and its stem is the default run name."""
+    started = time.monotonic()
     stages = config.get("stages", list(STAGES))
     out = run_dir(config, config_path)
     out.mkdir(parents=True, exist_ok=True)
@@ -198,6 +226,8 @@ def run_config(config: dict, config_path: str) -> dict:
     if "rl" in stages:
         start = latest_checkpoint(out / "sft") or config.get("rl", {}).get("model")
         rl = {k: v for k, v in config.get("rl", {}).items() if k != "model"}
+        if config.get("time_limit_s") and not rl.get("time_limit_s"):  # what the stages before RL left of the run's
+            rl["time_limit_s"] = max(1.0, config["time_limit_s"] - (time.monotonic() - started))
         if rl.get("curriculum") and "heldout" not in rl:
             rl["heldout"] = str(out / "heldout.jsonl")
         result = train_rl(RLConfig(tasks=str(rl_tasks(out)), model=str(start), out=str(out / "rl"), seed=seed, **rl))

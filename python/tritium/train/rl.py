@@ -92,6 +92,10 @@ class RLConfig:
     engine_memory_gb: float = 0.0
     seed: int = 0
     save_every: int = 0  # 0: only at the end
+    # Seconds of wall clock the stage may take (0: no limit): it stops after the step that leaves less time
+    # than the last step took, saving that step's checkpoint, so that a run cut into calls of a GPU machine
+    # loses no half-done step and the stages after RL (eval) still run; the first step always runs.
+    time_limit_s: float = 0.0
     # Continue from the latest checkpoint in `out` that holds a trainer state (the optimizer's, the task
     # draw's, the curriculum's): a run longer than one call of a GPU machine is several calls.
     resume: bool = True
@@ -537,14 +541,24 @@ def _train_rl(cfg: RLConfig, log=print) -> dict:
             cfg, model, tokenizer, client, mine, step, reference, device, sampler, scorer if threaded else None
         )
 
+    ends = time.monotonic() + cfg.time_limit_s if cfg.time_limit_s else None
+    last_wall, stopped = None, None
+
+    def fits(steps: int) -> bool:
+        """Whether `steps` more steps as long as the last end within time_limit_s (every process agrees)."""
+        if ends is None or last_wall is None:
+            return True
+        late = time.monotonic() + steps * last_wall > ends
+        return not accelerator.reduce(torch.tensor(int(late), device=device), "max").item()
+
     ahead = None
     try:
         for step in range(done + 1, cfg.steps + 1):
             began = time.monotonic()
             chosen, current = ahead or launch(step)
             # overlap_steps: the next step's rollouts come from the policy before this step's update, and are
-            # generated while this step's are judged.
-            ahead = launch(step + 1) if cfg.overlap_steps and step < cfg.steps else None
+            # generated while this step's are judged (not when the next step would end past the time limit).
+            ahead = launch(step + 1) if cfg.overlap_steps and step < cfg.steps and fits(2) else None
             groups, stats = _finish(cfg, tokenizer, current, threaded)
             clock = current.clock
             updating = time.monotonic()
@@ -578,7 +592,9 @@ def _train_rl(cfg: RLConfig, log=print) -> dict:
                     for st in stats:
                         f.writelines(json.dumps({"step": step, **sample}) + "\n" for sample in st["samples"])
             _show(cfg, record, bar, board, log)
-            if ((cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps) and main:
+            last_wall = time.monotonic() - began
+            stopping = step < cfg.steps and ahead is None and not fits(1)
+            if ((cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps or stopping) and main:
                 trainer_state = {
                     "start": {"model": cfg.model, "files": model_files(cfg.model)},
                     "step": step,
@@ -589,18 +605,27 @@ def _train_rl(cfg: RLConfig, log=print) -> dict:
                 }
                 save_checkpoint(model, tokenizer, out / f"checkpoint-{step}", trainer_state)
             accelerator.wait_for_everyone()
+            if stopping:
+                stopped = step
+                log(
+                    f"rl: stopping after step {step} of {cfg.steps}: another, as long as this one ({last_wall:.0f} s), "
+                    f"would end past time_limit_s ({cfg.time_limit_s:.0f} s); a later run resumes from "
+                    f"checkpoint-{step}"
+                )
+                break
     finally:
         scorer.shutdown(wait=False, cancel_futures=True)
     board.close()
     bar.close()
     if main:
         log(signal_summary(history))
-    last = max(done, cfg.steps)  # a resumed run already past `steps` does none
+    last = stopped or max(done, cfg.steps)  # a resumed run already past `steps` does none
     return {
         "steps": last,
         "history": history,
         "checkpoint": str(out / f"checkpoint-{last}"),
         "processes": world,
+        "stopped_by_time_limit": stopped is not None,
     }
 
 

@@ -15,7 +15,7 @@ import types
 import typing
 
 STAGES = ("data", "sft", "rl", "eval")
-TOP = {"stages": list[str], "out": str, "seed": int}
+TOP = {"stages": list[str], "out": str, "seed": int, "time_limit_s": float}
 DATA = {"count": int, "difficulty": str, "ops": str, "heldout": int, "device": str, "rl_size": str}
 
 
