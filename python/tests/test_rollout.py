@@ -239,3 +239,21 @@ def test_the_deferred_stop_check_reaches_cuda_devices_for_the_call_alone_and_cha
     deferred = completion_ids(model, encoded, 2, 10, 1.0, 1.0, eos, pad, "compiled", options={"defer_stop_check": True})
     assert deferred == plain  # on the CPU the library's own check runs: the option changes nothing here
     assert generation.DeferredStopCheck.__dict__["is_supported"] is library
+
+
+@pytest.mark.parametrize("options, deferred", [(None, True), ({"defer_stop_check": False}, False)])
+def test_the_compiled_generator_defers_the_stop_check_unless_told_not_to(tiny, monkeypatch, options, deferred):
+    from transformers.generation import utils as generation
+
+    model, tokenizer, prompts = tiny
+    encoded = [tokenizer(prompts[0])["input_ids"][:20]]
+    seen, generate = [], model.generate
+
+    def generate_and_look(*args, **kwargs):  # what a CUDA device would be told during the call
+        seen.append(generation.DeferredStopCheck.is_supported(torch.device("cuda"), None, False, False))
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(model, "generate", generate_and_look)
+    completion_ids(model, encoded, 1, 4, 1.0, 1.0, tokenizer.eos_token_id, tokenizer.pad_token_id, "compiled", options)
+    assert seen == [deferred]
+    assert not generation.DeferredStopCheck.is_supported(torch.device("cuda"), None, False, False)  # given back
