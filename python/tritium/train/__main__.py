@@ -125,31 +125,36 @@ class Evaluations:
         is evaluated with RL's when its eval is missing (a run whose SFT call left none), in one engine,
         the one judged while the other samples: the report compares the models RL started and ended with."""
         if self.on and self.state.is_main_process:
-            evals = self._before(name) + [(name, model)]
-            wheres = [self.out / "eval" / stage for stage, _ in evals]
-            for stage, path in evals:
+            self._join_earlier(name)
+            evals = [
+                (stage, path, self.out / "eval" / stage) for stage, path in self._missing_sft(name) + [(name, model)]
+            ]
+            for stage, path, _ in evals:
                 print(f"eval: {stage} ({path})", flush=True)
             metrics = evaluate_models(
-                [(str(path), str(where)) for (_, path), where in zip(evals, wheres)],
+                [(str(path), str(where)) for _, path, where in evals],
                 str(self.out / "heldout.jsonl"),
                 seed=self.seed,
                 **self.cfg,
             )
-            for (stage, _), where, result in zip(evals, wheres, metrics):
+            for (stage, _, where), result in zip(evals, metrics):
                 self.metrics[stage] = result
                 self.verdicts.append(where / "verdicts.jsonl")
         self.state.wait_for_everyone()
 
-    def _before(self, name: str) -> list[tuple[str, pathlib.Path]]:
-        """The stages before `name`: their evals join the report; SFT's checkpoint, for RL, when its eval is missing."""
-        missing = []
+    def _join_earlier(self, name: str) -> None:
+        """The evals the stages before `name` already have join the report."""
         for stage in EARLIER[name]:
             verdicts = self.out / "eval" / stage / "verdicts.jsonl"
-            if verdicts.exists():
-                self.verdicts += [] if verdicts in self.verdicts else [verdicts]
-            elif stage == "sft" and (checkpoint := latest_checkpoint(self.out / "sft")):
-                missing.append((stage, checkpoint))
-        return missing
+            if verdicts.exists() and verdicts not in self.verdicts:
+                self.verdicts.append(verdicts)
+
+    def _missing_sft(self, name: str) -> list[tuple[str, pathlib.Path]]:
+        """For RL's eval, SFT's checkpoint when SFT has one and no eval yet."""
+        if "sft" not in EARLIER[name] or (self.out / "eval" / "sft" / "verdicts.jsonl").exists():
+            return []
+        checkpoint = latest_checkpoint(self.out / "sft")
+        return [("sft", checkpoint)] if checkpoint else []
 
     def before_sft(self, model: str) -> None:
         """With `base = true`, the model SFT starts from (a directory: the tiny preset is built by SFT)."""
