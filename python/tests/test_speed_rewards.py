@@ -108,7 +108,9 @@ def test_the_trainers_group_carries_each_segments_advantage_to_its_tokens(group)
     prompt_ids = tokenizer("Write a Triton kernel for this task.", add_special_tokens=False)["input_ids"]
     completions = [tokenizer(t, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for t in texts]
     scored = [{"verdict": v, **s} for v, s in zip(group, tritium.rewards(group))]
-    behaviour = rl._behaviour(tokenizer, prompt_ids, completions, model, None, torch.device("cpu"))
+    behaviour = rl._behaviour(
+        rl.RLConfig(tasks="", model="", out=""), tokenizer, prompt_ids, completions, model, None, torch.device("cpu")
+    )
     tensors, stats = rl._advantaged(tokenizer, prompt_ids, texts, scored, behaviour)
     assert stats["statuses"] == [v["status"] for v in group]
     assert stats["rewards"] == pytest.approx([s["reward"]["scalar"] for s in scored])

@@ -369,8 +369,49 @@ def test_minibatches_take_one_optimizer_step_per_slice_of_the_steps_groups():
         rl._check_minibatches(RLConfig(tasks="", model="", out="", prompts_per_step=4, minibatches=3), 1, 1)
     with pytest.raises(ValueError, match=r"gives the 2 processes \[2, 1\] prompt groups"):
         rl._check_minibatches(RLConfig(tasks="", model="", out="", prompts_per_step=3, minibatches=2), 2, 1)
+    with pytest.raises(ValueError, match="update_micro_batch -1: expected 0"):
+        rl._check_minibatches(RLConfig(tasks="", model="", out="", update_micro_batch=-1), 1, 1)
     rl._check_minibatches(RLConfig(tasks="", model="", out="", prompts_per_step=3), 2, 1)  # one slice: uneven is fine
     rl._check_minibatches(RLConfig(tasks="", model="", out="", prompts_per_step=8, minibatches=2), 2, 2)
+
+
+def test_micro_batches_give_the_groups_old_log_probs_loss_and_gradient_a_few_rollouts_a_pass():
+    """`update_micro_batch` rollouts per forward and backward, each slice cut after its longest
+    rollout: the same old log-probs, loss and gradient as the whole group in one pass."""
+    from accelerate import Accelerator
+
+    from tritium.train import models
+
+    prompt = tritium.kernel_prompt((EXAMPLE_TASKS / "level1" / "01_relu.py").read_text())
+    model, tokenizer = models.load("tiny", corpus=[prompt])
+    words = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    prompt_ids = words[:12]
+    completions = [words[12 + k : 12 + k + n] + [tokenizer.eos_token_id] for k, n in enumerate((3, 17, 9, 30, 12))]
+    generator = torch.Generator().manual_seed(0)
+    accelerator = Accelerator(cpu=True)
+    results = {}
+    for micro in (0, 1, 2, 3, 5, 8):
+        cfg = RLConfig(tasks="", model="", out="", update_micro_batch=micro, kl_coef=0.1)
+        group = rl._behaviour(cfg, tokenizer, prompt_ids, completions, model, model, torch.device("cpu"))
+        generator.manual_seed(0)
+        group["adv"] = torch.randn(group["mask"].shape, generator=generator) * group["mask"]
+        slices = rl._slices(group, cfg)
+        rows = [len(part["ids"]) for part, _ in slices]
+        assert rows == {0: [5], 1: [1] * 5, 2: [2, 2, 1], 3: [3, 2], 5: [5], 8: [5]}[micro]
+        assert sum(share for _, share in slices) == pytest.approx(1.0)
+        for part, _ in slices:  # cut after the slice's longest rollout, not the group's
+            assert part["ids"].shape[1] == int(part["attention"].sum(dim=1).max())
+            assert part["attention"][:, -1].any() and part["old"].shape[1] == part["ids"].shape[1] - 1
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # the gradient stays to be read
+        loss = rl._minibatch_step(cfg, accelerator, model, optimizer, [group], 1.0)
+        grads = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+        results[micro] = (group["old"] * group["mask"], float(loss), grads)
+    old, loss, grads = results[0]
+    assert grads.abs().sum() > 0
+    for micro, (other_old, other_loss, other_grads) in results.items():
+        assert torch.allclose(other_old, old, atol=1e-5), micro
+        assert other_loss == pytest.approx(loss, rel=1e-5, abs=1e-7), micro
+        assert torch.allclose(other_grads, grads, rtol=1e-4, atol=1e-7), micro
 
 
 def test_overlapped_steps_sample_the_next_step_before_this_update_and_take_its_ratio_against_the_sampler(
