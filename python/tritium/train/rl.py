@@ -286,11 +286,9 @@ def _slices(group: dict, cfg: RLConfig) -> list[tuple[dict, float]]:
     out = []
     for first in range(0, rows, size):
         picked = slice(first, min(first + size, rows))
-        width = int(group["attention"][picked].sum(dim=1).max())
-        part = {
-            k: (v[picked, : width - (k not in ("ids", "attention"))] if v is not None else None)
-            for k, v in group.items()
-        }
+        width = int(group["attention"][picked].sum(dim=1).max())  # tokens; the shifted tensors have one fewer
+        cut = {k: width if k in ("ids", "attention") else width - 1 for k in group}
+        part = {k: (v[picked, : cut[k]] if v is not None else None) for k, v in group.items()}
         out.append((part, (picked.stop - picked.start) / rows))
     return out
 
