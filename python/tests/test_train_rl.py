@@ -375,6 +375,18 @@ def test_minibatches_take_one_optimizer_step_per_slice_of_the_steps_groups():
     rl._check_minibatches(RLConfig(tasks="", model="", out="", prompts_per_step=8, minibatches=2), 2, 2)
 
 
+def test_a_trainer_and_engine_that_together_want_more_than_the_gpu_get_one_warning_with_the_fix():
+    """The H100 run's figures: the trainer's 77 GB beside the engine's 48.9 GB room on a 79.2 GB GPU."""
+    engine = {"jobs": 8, "gpus": 1, "memory_budget_gb": 48.9, "memory_waits": 0, "memory_retries": 0}
+    warning = rl._crowded(engine, 77.0, 79.2)
+    assert "peaked at 77.0 GB" in warning and "48.9 GB of the GPU's 79.2 GB" in warning
+    assert "update_micro_batch" in warning and "engine_memory_gb to at most 2" in warning
+    assert rl._crowded(engine, 30.0, 79.2) is None  # room for both
+    assert rl._crowded({**engine, "gpus": 2, "memory_budget_gb": 97.8}, 30.0, 79.2) is None  # a room over 2 GPUs
+    assert rl._crowded({**engine, "gpus": 2, "memory_budget_gb": 97.8}, 40.0, 79.2) is not None
+    assert rl._crowded(None, 77.0, 79.2) is None  # scored by tritium serve: no room known
+
+
 def test_micro_batches_give_the_groups_old_log_probs_loss_and_gradient_a_few_rollouts_a_pass():
     """`update_micro_batch` rollouts per forward and backward, each slice cut after its longest
     rollout: the same old log-probs, loss and gradient as the whole group in one pass."""

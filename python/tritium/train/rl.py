@@ -418,8 +418,25 @@ def _engine_memory(client) -> dict | None:
     when it started, after the first generation), and its admissions so far that waited for room or
     ran again alone: an H100 step's jobs waited a median 1.3 s each for room."""
     info = client.engine_info()
-    keys = ("jobs", "memory_budget_gb", "memory_waits", "memory_retries")
+    keys = ("jobs", "gpus", "memory_budget_gb", "memory_waits", "memory_retries")
     return {k: info.get(k) for k in keys} if info else None
+
+
+def _crowded(engine: dict | None, trainer_peak_gb: float, device_gb: float) -> str | None:
+    """A warning when the trainer's allocator peak and the room the engine lets its jobs take on each
+    GPU add up past the GPU's memory: a job may then run out of memory, and its `error` verdict is
+    rewarded as a failure (an H100 step's comparer did, the trainer holding 73.6 GB, 2026-12-06)."""
+    if not engine or not engine.get("memory_budget_gb"):
+        return None
+    room = engine["memory_budget_gb"] / max(1, engine.get("gpus") or 1)
+    if trainer_peak_gb + room <= device_gb:
+        return None
+    return (
+        f"rl: warning: the trainer's allocator peaked at {trainer_peak_gb:.1f} GB and the engine lets its jobs "
+        f"take {room:.1f} GB of the GPU's {device_gb:.1f} GB: a job can run out of memory and get an error verdict, "
+        f"rewarded as a failure; lower the trainer's peak (update_micro_batch) or set engine_memory_gb to at most "
+        f"{max(device_gb - trainer_peak_gb, 0):.0f}"
+    )
 
 
 def _engine_line(engine: dict | None) -> str:
@@ -548,6 +565,7 @@ def _train_rl(cfg: RLConfig, log=print) -> dict:
             + (f", past steps {cfg.steps}" if done >= cfg.steps else "")
         )
     draws = {}  # the task draw's state before each step's pick: a resumed run picks as an uninterrupted one
+    warned_crowded = False
     board = Board(out, cfg.tensorboard and main)
     bar = progress(cfg.steps, done, "rl", main)
     # Scoring in a thread while generation goes on: the next batch's, or with overlap_steps the next step's.
@@ -609,6 +627,11 @@ def _train_rl(cfg: RLConfig, log=print) -> dict:
             record["engine"] = _engine_memory(client)
             if device.type == "cuda":  # beside the engine's room: what the trainer's allocator took at most
                 record["trainer_peak_reserved_gb"] = torch.cuda.max_memory_reserved(device) / 2**30
+                total_gb = torch.cuda.get_device_properties(device).total_memory / 2**30
+                crowded = _crowded(record["engine"], record["trainer_peak_reserved_gb"], total_gb)
+                if crowded and not warned_crowded:
+                    log(crowded)
+                    warned_crowded = True
             if cfg.curriculum and step % max(cfg.curriculum_every, 1) == 0:
                 torch.manual_seed(_seed_for(cfg.seed, "check", step))  # every process decides alike
                 record["curriculum"] = _check_curriculum(
