@@ -9,7 +9,9 @@ A generator's `*N` makes N calls per batch size (compiled: the first compiles, t
 steady state); `[key=value;...]` gives "continuous" its ContinuousBatchingConfig fields (and
 attn_implementation) in place of tritium.train.rollout.CONTINUOUS, and any generator `dtype=NAME`:
 the policy cast to that dtype for its calls alone ('generate,compiled[dtype=bfloat16]*2' sets the
-bfloat16 compiled path against float32 `generate`, the baseline, in one run).
+bfloat16 compiled path against float32 `generate`, the baseline, in one run); "compiled" also takes
+defer_stop_check and compile_mode ('compiled[compile_mode=max-autotune]*2': torch.compile's kernel
+tuning for the decode step, tritium.train.rollout.COMPILE_MODES).
 
 The model is a transformers directory, or by default SmolLM2-135M's architecture (its Llama
 config) with random weights: the machines that run this reach no model hub, and the cost of a

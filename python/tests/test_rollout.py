@@ -257,3 +257,24 @@ def test_the_compiled_generator_defers_the_stop_check_unless_told_not_to(tiny, m
     completion_ids(model, encoded, 1, 4, 1.0, 1.0, tokenizer.eos_token_id, tokenizer.pad_token_id, "compiled", options)
     assert seen == [deferred]
     assert not generation.DeferredStopCheck.is_supported(torch.device("cuda"), None, False, False)  # given back
+
+
+def test_the_compiled_generator_gives_generate_the_compile_mode_asked_for_and_refuses_others(tiny, monkeypatch):
+    model, tokenizer, prompts = tiny
+    encoded = [tokenizer(prompts[0])["input_ids"][:20]]
+    seen, generate = [], model.generate
+
+    def generate_and_look(*args, **kwargs):
+        seen.append(kwargs.get("compile_config"))
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(model, "generate", generate_and_look)
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    for options in (None, {"compile_mode": "max-autotune"}):
+        torch.manual_seed(5)
+        done = completion_ids(model, encoded, 2, 4, 1.0, 1.0, eos, pad, "compiled", options)
+        assert len(done) == 2 and all(0 < len(c) <= 4 for c in done)
+    assert seen[0] is None  # the library's own CompileConfig
+    assert seen[1].mode == "max-autotune" and seen[1].backend == "inductor"
+    with pytest.raises(ValueError, match="compile_mode 'fastest': expected one of default, reduce-overhead"):
+        completion_ids(model, encoded, 1, 4, 1.0, 1.0, eos, pad, "compiled", {"compile_mode": "fastest"})

@@ -51,6 +51,7 @@ from . import data, decode_attention
 
 GENERATORS = ("auto", "continuous", "compiled", "generate")
 WIDTH_STEP = 256  # "compiled": prompt widths are padded to multiples of it
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
 # "continuous": transformers' ContinuousBatchingConfig fields for generate_batch, and the attention it runs
 # with: the fastest of the settings tried on the H200 (64 sequences of up to 64 new tokens: 561 tokens/s,
 # the library's defaults 439, paged|sdpa with CUDA graphs 321, without them 468). No warm-up: it would
@@ -193,6 +194,7 @@ def _static(
     min_width: int = 0,
     attention: str | None = None,
     defer_stop_check: bool | None = False,
+    compile_mode: str | None = None,
 ) -> list[list[int]]:
     width = max(len(ids) for ids in encoded)
     if compiled:  # prompt widths in steps of WIDTH_STEP, at least min_width: calls of one config repeat their shapes
@@ -203,6 +205,10 @@ def _static(
     inputs = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=device)
     mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
     extra = {"cache_implementation": "static"} if compiled else {}
+    if compile_mode:  # else the library's CompileConfig, whose mode is "reduce-overhead" (CUDA graphs)
+        from transformers import CompileConfig
+
+        extra["compile_config"] = CompileConfig(mode=compile_mode)
     lock = _timers_lock(device)
     processors = LogitsProcessorList([_YieldToTimers(lock)] if lock.lock else [])
     if greedy_too and sampling.get("do_sample"):  # each prompt's last row
@@ -279,17 +285,22 @@ def _compiled(
     calls of a run at one shape. A model whose attention is SDPA's decodes with TRITON_DECODE (which
     stands in for SDPA alone), unless `options` give another `attn_implementation` (benchmarks:
     "sdpa", transformers' own; GQA_DECODE). `options["defer_stop_check"]`: generate's stop check
-    read a step late on a GPU (_stop_check_deferred); on by default where transformers has it."""
+    read a step late on a GPU (_stop_check_deferred); on by default where transformers has it.
+    `options["compile_mode"]`: torch.compile's mode for the decode step (COMPILE_MODES; "max-autotune"
+    tunes its matmuls' kernels, minutes of compile) in place of the library's "reduce-overhead"."""
     options = options or {}
-    unknown = set(options) - {"attn_implementation", "defer_stop_check"}
+    unknown = set(options) - {"attn_implementation", "defer_stop_check", "compile_mode"}
     if unknown:
         raise ValueError(f"rollout generator 'compiled': unknown options {sorted(unknown)}")
+    mode = options.get("compile_mode")
+    if mode is not None and mode not in COMPILE_MODES:
+        raise ValueError(f"rollout option compile_mode {mode!r}: expected one of {', '.join(COMPILE_MODES)}")
     default = TRITON_DECODE if model.config._attn_implementation == "sdpa" else None
     attention = options.get("attn_implementation", default)
     defer = options.get("defer_stop_check")  # None: where the library can
     defer = None if defer is None else bool(defer)
     return _static(
-        model, encoded, samples, max_new_tokens, sampling, eos, pad, True, greedy_too, min_width, attention, defer
+        model, encoded, samples, max_new_tokens, sampling, eos, pad, True, greedy_too, min_width, attention, defer, mode
     )
 
 
@@ -360,7 +371,8 @@ def completion_ids(
     """`samples` completions of each prompt (token ids, prompt-major), EOS kept, no padding; `eos`
     one stop token or several. The model is in eval mode for the call and back in its former mode
     after it. `options` (benchmarks): "continuous", its settings in place of CONTINUOUS; "compiled",
-    {"attn_implementation": NAME} in place of TRITON_DECODE, {"defer_stop_check": false} (on by default).
+    {"attn_implementation": NAME} in place of TRITON_DECODE, {"defer_stop_check": false} (on by default),
+    {"compile_mode": MODE}.
     `greedy_too`: each prompt's `samples` completions are followed by a greedy one, decoded in the
     same static batch ("continuous": in a second call). `min_width`: "compiled" only, the prompts
     padded to at least that many tokens (one shape, one compile, for all of a run's calls)."""
