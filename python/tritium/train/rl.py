@@ -365,7 +365,8 @@ def _own_batches(count: int, rank: int, world: int, batch: int) -> list[range]:
 
 def _check_minibatches(cfg: RLConfig, world: int, batch: int) -> None:
     """With minibatches, each process's prompt groups must split into that many equal slices: a
-    process short of a slice would leave the others waiting in its gradients' all-reduce."""
+    process short of a slice would leave the others waiting in its gradients' all-reduce. And
+    `update_micro_batch`, which cuts each group into passes, must not be negative."""
     if cfg.minibatches < 1:
         raise ValueError(f"minibatches {cfg.minibatches}: expected at least 1")
     if cfg.update_micro_batch < 0:

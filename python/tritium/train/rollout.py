@@ -300,7 +300,19 @@ def _compiled(
     defer = options.get("defer_stop_check")  # None: where the library can
     defer = None if defer is None else bool(defer)
     return _static(
-        model, encoded, samples, max_new_tokens, sampling, eos, pad, True, greedy_too, min_width, attention, defer, mode
+        model,
+        encoded,
+        samples,
+        max_new_tokens,
+        sampling,
+        eos,
+        pad,
+        compiled=True,
+        greedy_too=greedy_too,
+        min_width=min_width,
+        attention=attention,
+        defer_stop_check=defer,
+        compile_mode=mode,
     )
 
 
