@@ -81,3 +81,25 @@ def test_the_engine_is_checked_against_do_bench_not_the_harness_that_times_each_
     (line,) = engine_bench._disagreements([{**item, "do_bench_ms": 2.75}])
     assert "do_bench's 2.750 ms" in line and "own loop 2.663 ms" in line
     assert engine_bench._disagreements([{**item, "do_bench_ms": None}]) == []  # not timed: nothing to check
+
+
+def test_a_kernel_timed_with_a_head_start_is_checked_against_do_bench_cudagraph():
+    # An honest LayerNorm whose every launch outlasted the flush: the engine timed the GPU's work
+    # (0.295 ms) where do_bench's time carried the host's launch too (0.430 ms on one H100 machine).
+    item = {
+        "id": "ln",
+        "kind": "honest",
+        "runtime_ms": 0.295,
+        "naive_runtime_ms": 0.45,
+        "do_bench_ms": 0.430,
+        "below_timing_floor": False,
+    }
+    head_start = {"host_bound_share": 1.0, "head_start_ms": 0.52, "host_wait_ms": 0.0}
+    assert engine_bench._disagreements([{**item, "runtime_stats": head_start, "do_bench_graph_ms": 0.29}]) == []
+    (line,) = engine_bench._disagreements([{**item, "runtime_stats": head_start, "do_bench_graph_ms": 0.25}])
+    assert "do_bench_cudagraph's 0.250 ms" in line
+    # without a head start, or with no graph timing (a kernel that cannot be captured), do_bench stands
+    (line,) = engine_bench._disagreements([{**item, "runtime_stats": {}, "do_bench_graph_ms": 0.29}])
+    assert "do_bench's 0.430 ms" in line
+    (line,) = engine_bench._disagreements([{**item, "runtime_stats": head_start, "do_bench_graph_ms": None}])
+    assert "do_bench's 0.430 ms" in line

@@ -29,6 +29,7 @@ struct RunnerOptions {
   std::string role = "reference";  // "reference" runs task code only, "candidate" candidates only,
                                    // "comparer" compares one slot's outputs, in process
   int threads = 0;                 // torch CPU threads per worker (0: torch's default)
+  bool warm_compile = false;       // a reference runner imports Inductor before its first request
 };
 
 /// The environment runners get: a short allowlist of the caller's (PATH, locale, CUDA and Triton

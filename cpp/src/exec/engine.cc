@@ -881,7 +881,11 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   // A timed GPU reference spends seconds in torch.compile (CPU work) while every candidate of its
   // task waits for it: as many trusted runners as slots then, half as many otherwise.
   const int references = gpu && options.timing ? options.jobs : std::max(1, options.jobs / 2);
-  for (int i = 1; i < references; ++i) impl->trusted.push_back(std::make_unique<exec::Runner>(trusted));
+  // The later trusted runners start beside the slots, off the creation's path: they import Inductor
+  // before their first request, which a reference timing's torch.compile would import in its worker.
+  auto later = trusted;
+  later.warm_compile = gpu && options.timing;
+  for (int i = 1; i < references; ++i) impl->trusted.push_back(std::make_unique<exec::Runner>(later));
   for (auto& runner : impl->trusted) impl->idle_trusted.push_back(runner.get());
   RunnerOptions slot{
       options.python, impl->device, options.timeout_s, 0, "candidate", gpu ? 0 : std::max(1, cores / options.jobs)};

@@ -106,6 +106,7 @@ std::optional<Error> Runner::spawn() {
                           runner_environment(options_.device),
                           child_end,
                           log_path_};
+  if (options_.warm_compile) spec.argv.push_back("--warm-compile");
   auto child = process::spawn(spec);
   close(child_end);
   if (!child) {

@@ -83,6 +83,9 @@ def main() -> int:
     parser.add_argument("--role", choices=("reference", "candidate", "comparer"), default="reference")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads per worker (0: torch's default)")
     parser.add_argument("--parent-pid", type=int, default=0, help="the engine's pid: gone already, the runner exits")
+    parser.add_argument(
+        "--warm-compile", action="store_true", help="reference: import Inductor before the first request"
+    )
     args = parser.parse_args()
     die_with_parent(args.parent_pid or None)
     device = _resolve_device(args.device)
@@ -114,11 +117,13 @@ def main() -> int:
         handlers = {"compare": compare}
     else:
         from .compare import compare
-        from .reference import footprint, reference, time_reference, warm_up
+        from .reference import footprint, reference, time_reference, warm_compile, warm_up
         from .tasks import check_task
         from .trace import trace_task
 
         warm_up()
+        if args.warm_compile:
+            warm_compile()
         handlers = {
             "check_task": check_task,
             "trace_task": trace_task,
@@ -150,6 +155,8 @@ def main() -> int:
                 from . import sandbox
 
                 sandbox.triton_seed, seed = seed.files(), None
+            if request.get("op") == "time_reference":  # imported once here, not in every timing's worker
+                warm_compile()
             answer = run_in_worker(handler, request, request.get("timeout_s"))
         protocol.write_frame(channel, answer)
         if not healthy:

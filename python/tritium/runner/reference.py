@@ -442,6 +442,14 @@ def warm_up() -> None:
     import torch._dynamo  # noqa: F401
 
 
+def warm_compile() -> None:
+    """Imports Inductor, which a reference timing's torch.compile imports at its first call: 1.4-1.6
+    s in every forked worker (H200), spent while the timing's device memory is reserved. Imported
+    in the runner, every worker it forks has it. Inductor starts no thread when imported (a fork
+    would not carry one)."""
+    import torch._inductor.compile_fx  # noqa: F401
+
+
 def _build(request: dict, filename: str, seed: int):
     """(module, model on the CPU with its perturbed parameters, init inputs): the same for the same
     source and seed, so a later request rebuilds the very model the outputs came from."""
