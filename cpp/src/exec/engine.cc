@@ -845,6 +845,10 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (auto error = impl->trusted[0]->ensure_started()) return machine(*error);
   impl->hello = impl->trusted[0]->hello();
   took("first_runner");
+  // Where the first runner's start went, as it measured it (interpreter, imports, device count).
+  const Json runner_steps = impl->hello.value("startup_ms", Json::object());
+  for (const auto& [step, ms] : runner_steps.items())
+    if (ms.is_number()) impl->startup_ms["first_runner." + step] = ms;
   if (!impl->hello["triton"].is_string())
     return machine(
         Error{fmt::format("{} cannot import triton, so no candidate could run; install it there (pip install triton) "
