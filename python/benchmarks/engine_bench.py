@@ -697,31 +697,32 @@ class GpuBusy(HostBusy):
     def _run(self) -> None:
         while not self._stop.wait(self.every):
             try:
-                out = subprocess.run(
-                    ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
-                    capture_output=True,
-                    text=True,
-                    timeout=10,
-                )
-                self.shares.append(statistics.mean(int(v) for v in out.stdout.split()) / 100)
-            except (OSError, ValueError, statistics.StatisticsError, subprocess.TimeoutExpired):
-                continue  # no GPU, a busy nvidia-smi: the second is skipped
+                percents = _gpu_query("utilization.gpu")
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                continue  # a busy nvidia-smi: the second is skipped
+            if percents:  # none without a GPU
+                self.shares.append(statistics.mean(percents) / 100)
 
 
 def _disk_used() -> list[int]:
     return [shutil.disk_usage(tempfile.gettempdir()).used]
 
 
-def _gpu_memory_mib() -> list[int]:
+def _gpu_query(field: str) -> list[int]:
+    """nvidia-smi's integer `field` (e.g. memory.used in MiB), one per GPU; none without nvidia-smi."""
     if shutil.which("nvidia-smi") is None:
         return []
     out = subprocess.run(
-        ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+        ["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader,nounits"],
         capture_output=True,
         text=True,
         timeout=10,
     )
     return [int(line) for line in out.stdout.split()] if out.returncode == 0 else []
+
+
+def _gpu_memory_mib() -> list[int]:
+    return _gpu_query("memory.used")
 
 
 # What either side imports (the engine's runners also torch._dynamo, imported before they fork).
