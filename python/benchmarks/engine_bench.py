@@ -873,6 +873,20 @@ def _print_memory(rows: list[dict]) -> None:
         )
 
 
+def _print_compiles(jobs: list[dict]) -> None:
+    """Where the candidates' Triton compiles ran: ahead of the job (compile_ahead.py, no memory
+    reserved) or in it, at the first calls (`compile`: the worker's time between Triton's compile
+    hooks, cache hits included)."""
+    ahead = [p for p in jobs if "ahead.kernels" in p]
+    kernels, ahead_s = sum(p["ahead.kernels"] for p in ahead), sum(p.get("ahead.compile", 0) for p in ahead) / 1000
+    print(
+        f"  Triton compiles: ahead of {sum(p['ahead.kernels'] > 0 for p in ahead)} of {len(jobs)} jobs "
+        f"({kernels:.0f} kernels, {ahead_s:.1f} s, {sum(p.get('ahead.skipped', 0) for p in ahead):.0f} skipped); "
+        f"in the jobs {sum(p.get('compile', 0) for p in jobs) / 1000:.1f} s",
+        flush=True,
+    )
+
+
 def _print_timeline(t: dict) -> None:
     print(
         f"  GPU lock: {t['timers']} timers in {t['rounds']} rounds; gate closed {t['gate_closed_s']:.1f} s in all, "
@@ -940,6 +954,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         print(f"  candidates' scratch (tmpfs, 256 MiB): most {most:.1f} MiB ({where})")
     _print_timeline(run["timeline"])
     _print_memory(run["memory"])
+    _print_compiles(jobs)
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
         phases = {k: round(v / 1000, 1) for k, v in (verdict.get("phases_ms") or {}).items() if not k.endswith("_at")}
         print(
@@ -966,11 +981,19 @@ def scale(args) -> dict:
     )
     warmed_s = _warm_file_cache(device)
     print(f"file cache warmed in {warmed_s:.1f} s (what both sides import, imported once; a context made)", flush=True)
-    # The first engine (the defaults, unless --gather says otherwise) is the one the targets judge;
-    # further --gather values run engines of their own beside it, for comparison.
+    # The first engine (the defaults, unless --gather or --compile-ahead say otherwise) is the one the
+    # targets judge; further values run engines of their own beside it, for comparison.
     runs = [
-        _scale_engine(batch, {**options, **({} if gather is None else {"timer_gather_s": gather})})
+        _scale_engine(
+            batch,
+            {
+                **options,
+                **({} if gather is None else {"timer_gather_s": gather}),
+                **({} if ahead else {"compile_ahead": False}),
+            },
+        )
         for gather in args.gather
+        for ahead in args.compile_ahead
     ]
     verdicts, engine_s, info = runs[0]["verdicts"], runs[0]["engine_s"], runs[0]["info"]
     disk_peak, gpu_peak, host = runs[0]["disk_peak"], runs[0]["gpu_peak"], runs[0]["host"]
@@ -1229,6 +1252,12 @@ def main() -> None:
         type=lambda s: [None if g == "default" else float(g) for g in s.split(",")],
         default=[None],
         help="scale: timer_gather_s of each engine to run, e.g. default,2 (the first run is judged)",
+    )
+    parser.add_argument(
+        "--compile-ahead",
+        type=lambda s: [a == "on" for a in s.split(",")],
+        default=[True],
+        help="scale: compile_ahead of each engine to run (on or off), e.g. on,off (the first run is judged)",
     )
     parser.add_argument(
         "--comparers",

@@ -68,6 +68,21 @@ def test_lazy_reference_timing_times_only_tasks_with_a_correct_candidate():
         del engine
 
 
+def test_a_candidates_kernels_are_compiled_before_its_job_is_admitted(engine):
+    """compile_ahead.py: the kernels compiled from meta tensors, before the job's memory is
+    reserved, are the ones its checked calls run: the evaluating worker's compiles find them in its
+    cache. Without the option nothing is compiled ahead."""
+    (v,) = engine.evaluate([item("honest_relu.py")])
+    phases = v["phases_ms"]
+    assert v["status"] == "correct", v["message"]
+    assert phases["ahead.skipped"] == 0 and phases["ahead.kernels"] >= 1 and phases["ahead.files"] >= 1, phases
+    assert phases.get("compile", 0) < phases["ahead.compile"] / 3, phases
+    cold = tritium.Engine(device="cuda", static_check=False, timeout_s=60, compile_ahead=False)
+    (v,) = cold.evaluate([item("honest_relu.py")])
+    assert v["status"] == "correct" and "ahead.kernels" not in v["phases_ms"], v["phases_ms"]
+    assert cold.info()["compile_ahead"] is False and engine.info()["compile_ahead"] is True
+
+
 def test_an_engine_run_as_an_ordinary_user_judges_on_the_gpu():
     """As root the sandbox switches uid; an ordinary user's goes through a user namespace, which
     failed on the H200 (2026-12-01: every worker's unshare got EINVAL; the message now says how many

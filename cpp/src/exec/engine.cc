@@ -644,6 +644,10 @@ struct Engine::Impl {
     if (started) {
       exec::judge({exec::Reply::Kind::died, nullptr, started->message}, {}, ref.body, v);
     } else {
+      if (device == "cuda" && options.compile_ahead) {
+        compile_ahead(slot, task, ref, *job, engine_phases);
+        since("engine.compile_ahead");
+      }
       const Verdict unjudged = v;
       for (const bool alone : {false, true}) {
         since("engine.prepare");
@@ -669,6 +673,26 @@ struct Engine::Impl {
       std::error_code ec;
       fs::remove_all(*job, ec);
     }
+  }
+
+  // The candidate's Triton kernels compiled from meta tensors in a sandboxed worker of the slot's
+  // runner, before the job's memory is reserved; its evaluating worker, forked next by the same
+  // runner, finds them in its cache (compile_ahead.py). What it did goes into the verdict's phases
+  // as "ahead.*"; a compile that failed or ran out of time only leaves the kernels to the real call.
+  void compile_ahead(int slot, const Task& task, const exec::Reference& ref, const fs::path& job, Json& phases) {
+    Json request = evaluate_request(slot, task, ref, job, nullptr);
+    request["op"] = "compile";
+    request.erase("channel");
+    request.erase("timing");
+    const exec::Reply reply = slots[slot]->call(request, options.timeout_s + kBackstopS);
+    if (reply.kind != exec::Reply::Kind::ok || !reply.body.value("ok", false)) {
+      phases["ahead.skipped"] = 1;
+      return;
+    }
+    for (const auto& [name, ms] : reply.body.value("phases_ms", Json::object()).items()) phases["ahead." + name] = ms;
+    phases["ahead.kernels"] = reply.body.value("compiled", 0);
+    phases["ahead.files"] = reply.body.value("files", 0);
+    phases["ahead.skipped"] = reply.body.value("skipped", Json()).is_string() ? 1 : 0;
   }
 
   // The verdict's phases_ms: the worker's (judge put them there), the engine's, the comparer's and
@@ -1048,6 +1072,7 @@ Json Engine::info() const {
           {"static_check", o.static_check},
           {"timing", o.timing && impl_->device == "cuda"},
           {"lazy_reference_timing", o.lazy_reference_timing},
+          {"compile_ahead", o.compile_ahead && impl_->device == "cuda"},
           {"reference_timings", impl_->reference_timings()},  // tasks whose references were timed (or are)
           {"timeout_s", o.timeout_s},
           {"memory_gb", o.memory_gb},
