@@ -69,15 +69,20 @@ def test_lazy_reference_timing_times_only_tasks_with_a_correct_candidate():
 
 
 def test_a_candidates_kernels_are_compiled_before_its_job_is_admitted(engine):
-    """compile_ahead.py: the kernels compiled from meta tensors, before the job's memory is
-    reserved, are the ones its checked calls run: the evaluating worker's compiles find them in its
-    cache. Without the option nothing is compiled ahead."""
-    (v,) = engine.evaluate([item("honest_relu.py")])
+    """compile_ahead.py: a job that needs more than a slot's share of the room (here, with 8 GiB for
+    the slots, every job) compiles its candidate's kernels from meta tensors before its memory is
+    reserved, and they are the ones its checked calls run: the evaluating worker's compiles find
+    them in its cache. A job within its share, or an engine without the option, compiles none ahead."""
+    tight = tritium.Engine(device="cuda", static_check=False, timeout_s=60, device_memory_gb=8)
+    (v,) = tight.evaluate([item("honest_relu.py")])
     phases = v["phases_ms"]
     assert v["status"] == "correct", v["message"]
     assert phases["ahead.skipped"] == 0 and phases["ahead.kernels"] >= 1 and phases["ahead.files"] >= 1, phases
     assert phases.get("compile", 0) < phases["ahead.compile"] / 3, phases
-    cold = tritium.Engine(device="cuda", static_check=False, timeout_s=60, compile_ahead=False)
+    del tight
+    (v,) = engine.evaluate([item("honest_relu.py")])  # a small job in most of the GPU's memory
+    assert v["status"] == "correct" and "ahead.kernels" not in v["phases_ms"], v["phases_ms"]
+    cold = tritium.Engine(device="cuda", static_check=False, timeout_s=60, device_memory_gb=8, compile_ahead=False)
     (v,) = cold.evaluate([item("honest_relu.py")])
     assert v["status"] == "correct" and "ahead.kernels" not in v["phases_ms"], v["phases_ms"]
     assert cold.info()["compile_ahead"] is False and engine.info()["compile_ahead"] is True

@@ -644,7 +644,7 @@ struct Engine::Impl {
     if (started) {
       exec::judge({exec::Reply::Kind::died, nullptr, started->message}, {}, ref.body, v);
     } else {
-      if (device == "cuda" && options.compile_ahead) {
+      if (compiles_ahead(ref)) {
         compile_ahead(slot, task, ref, *job, engine_phases);
         since("engine.compile_ahead");
       }
@@ -673,6 +673,14 @@ struct Engine::Impl {
       std::error_code ec;
       fs::remove_all(*job, ec);
     }
+  }
+
+  // Whether a job compiles its candidate's kernels before its admission: on a GPU, where the job
+  // needs more than a slot's share of the room, so that it may wait for memory. Smaller jobs rarely
+  // wait, and a compile ahead costs them a sandboxed worker's start and the candidate's loading again.
+  bool compiles_ahead(const exec::Reference& ref) const {
+    return device == "cuda" && options.compile_ahead &&
+           job_memory(ref.body, true) > memory_budget / static_cast<std::uintmax_t>(std::max(1, options.jobs));
   }
 
   // The candidate's Triton kernels compiled from meta tensors in a sandboxed worker of the slot's
