@@ -66,7 +66,10 @@ def test_the_runner_keeps_nothing_malformed_from_a_sandboxed_answer():
     assert compile_ahead.decoded({"a": "not base64!"}) == {}
     assert compile_ahead.decoded({"a": 5}) == {}
     assert compile_ahead.decoded({3: good}) == {}
-    assert compile_ahead.decoded({f"f{i}": good for i in range(compile_ahead.MAX_FILES + 1)}) == {}
+    assert compile_ahead.decoded({f"k/f{i}": good for i in range(compile_ahead.MAX_FILES + 1)}) == {}
+    # only a cache entry's files, and never the driver module the runner seeds itself
+    kept = {"k/a.cubin": good, "b.so": good, "k/../../x.so": good, "../k/c": good, "d/cuda_utils.so": good}
+    assert compile_ahead.decoded(kept, protected={"d/cuda_utils.so": b"runner's"}) == {"k/a.cubin": b"ok"}
 
 
 def test_only_the_same_jobs_evaluating_worker_starts_with_its_kernels(tmp_path, monkeypatch):
@@ -88,3 +91,8 @@ def test_only_the_same_jobs_evaluating_worker_starts_with_its_kernels(tmp_path, 
 
     runner_main._keep_compiled({"op": "evaluate", "dir": job}, {"ok": True})
     assert sandbox.job_seed == ("", {})  # the job is over: its kernels go no further
+
+    monkeypatch.setattr(sandbox, "triton_seed", {"d/cuda_utils.so": b"runner's"})
+    monkeypatch.setattr(sandbox, "job_seed", (job, {"d/cuda_utils.so": b"candidate's"}))
+    sandbox._private_dir(job)  # were one to get through, the runner's driver module is written last
+    assert (tmp_path / "job" / "scratch" / "triton" / "d" / "cuda_utils.so").read_bytes() == b"runner's"

@@ -693,14 +693,20 @@ struct Engine::Impl {
     request.erase("channel");
     request.erase("timing");
     const exec::Reply reply = slots[slot]->call(request, options.timeout_s + kBackstopS);
-    if (reply.kind != exec::Reply::Kind::ok || !reply.body.value("ok", false)) {
+    if (reply.kind != exec::Reply::Kind::ok || reply.body.value("ok", Json()) != Json(true)) {
       phases["ahead.skipped"] = 1;
       return;
     }
-    for (const auto& [name, ms] : reply.body.value("phases_ms", Json::object()).items()) phases["ahead." + name] = ms;
-    phases["ahead.kernels"] = reply.body.value("compiled", 0);
-    phases["ahead.files"] = reply.body.value("files", 0);
-    phases["ahead.skipped"] = reply.body.value("skipped", Json()).is_string() ? 1 : 0;
+    // Numbers only: the answer comes from a process the candidate ran in.
+    const auto number = [](const char* key, const Json& in) {
+      const Json value = in.is_object() ? in.value(key, Json()) : Json();
+      return value.is_number() ? value.get<double>() : 0.0;
+    };
+    const Json worker = reply.body.value("phases_ms", Json::object());
+    for (const char* step : {"startup", "compile"}) phases[std::string("ahead.") + step] = number(step, worker);
+    phases["ahead.kernels"] = number("compiled", reply.body);
+    phases["ahead.files"] = number("files", reply.body);
+    phases["ahead.skipped"] = reply.body.value("skipped", Json()).is_null() ? 0 : 1;
   }
 
   // The verdict's phases_ms: the worker's (judge put them there), the engine's, the comparer's and

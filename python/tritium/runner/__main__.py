@@ -105,7 +105,7 @@ def _keep_compiled(request: dict, answer: dict) -> None:
     if request.get("op") == "compile":
         from .compile_ahead import decoded
 
-        files = decoded(answer.pop("files", None))
+        files = decoded(answer.pop("files", None), protected=sandbox.triton_seed)
         answer["files"] = len(files)
         sandbox.job_seed = (str(request.get("dir", "")), files)
     else:

@@ -140,9 +140,11 @@ def cache_files(directory: str, before: set) -> dict[str, str]:
     return files
 
 
-def decoded(files) -> dict[str, bytes]:
-    """A compile answer's files as the runner keeps them: bounded like cache_files, nothing else
-    (the answer came from a sandboxed worker)."""
+def decoded(files, protected=()) -> dict[str, bytes]:
+    """A compile answer's files as the runner keeps them: bounded like cache_files, each in a cache
+    entry's directory (Triton's layout: <key>/<file>), none of the `protected` paths (the driver
+    module, which the worker loads before the candidate's code); nothing else. The answer came from
+    a process the candidate ran in."""
     if not isinstance(files, dict) or len(files) > MAX_FILES:
         return {}
     out, total = {}, 0
@@ -154,5 +156,7 @@ def decoded(files) -> dict[str, bytes]:
         total += len(data)
         if not isinstance(relative, str) or total > MAX_BYTES:
             return {}
-        out[relative] = data
+        parts = relative.split("/")
+        if len(parts) == 2 and all(p not in ("", ".", "..") for p in parts) and relative not in protected:
+            out[relative] = data
     return out

@@ -299,9 +299,9 @@ def _private_dir(directory: str) -> None:
     cache = os.path.join(scratch, "triton")
     os.makedirs(cache, exist_ok=True)
     try:
-        seed_cache(cache, triton_seed)
         if job_seed[0] == directory:
             seed_cache(cache, job_seed[1])
+        seed_cache(cache, triton_seed)  # last: the driver module is the runner's own
     except OSError:
         pass  # Triton compiles its driver module and the kernels itself, as it would without the seed
     os.chdir(directory)
