@@ -706,6 +706,8 @@ struct Engine::Impl {
     for (const char* step : {"startup", "compile"}) phases[std::string("ahead.") + step] = number(step, worker);
     phases["ahead.kernels"] = number("compiled", reply.body);
     phases["ahead.files"] = number("files", reply.body);
+    const Json context = reply.body.value("context", Json());  // made one, or not; unknown: -1
+    phases["ahead.context"] = context.is_boolean() ? (context.get<bool>() ? 1 : 0) : -1;
     phases["ahead.skipped"] = reply.body.value("skipped", Json()).is_null() ? 0 : 1;
   }
 

@@ -111,9 +111,19 @@ def compile_kernels(request: dict) -> dict:
     except BaseException as exc:  # noqa: BLE001 - SystemExit included: the real call judges the candidate
         answer["skipped"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     answer["compiled"] = len(counted)
+    answer["context"] = _made_context()
     answer["files"] = cache_files(cache, before) if cache else {}
     add_since(answer["phases_ms"], "compile", started)
     return answer
+
+
+def _made_context() -> bool | None:
+    """Whether this worker made a CUDA context (it should not: no kernel ran; a context made beside
+    another process's timed calls slows them, so contexts are made under a share of the GPU lock)."""
+    try:
+        return bool(torch.cuda.is_initialized() and torch._C._cuda_hasPrimaryContext(torch.cuda.current_device()))
+    except Exception:  # noqa: BLE001 - a torch without the query
+        return None
 
 
 def _walk(directory: str):
