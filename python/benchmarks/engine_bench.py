@@ -882,7 +882,8 @@ def _print_compiles(jobs: list[dict]) -> None:
     print(
         f"  Triton compiles: ahead of {sum(p['ahead.kernels'] > 0 for p in ahead)} of {len(jobs)} jobs "
         f"({kernels:.0f} kernels, {ahead_s:.1f} s, {sum(p.get('ahead.skipped', 0) for p in ahead):.0f} skipped); "
-        f"in the jobs {sum(p.get('compile', 0) for p in jobs) / 1000:.1f} s",
+        f"in the jobs {sum(p.get('compile', 0) for p in jobs) / 1000:.1f} s; contexts made ahead "
+        f"{sum(p.get('ahead.context', 0) == 1 for p in ahead)}",
         flush=True,
     )
 
