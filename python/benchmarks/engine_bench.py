@@ -888,6 +888,40 @@ def _print_compiles(jobs: list[dict]) -> None:
     )
 
 
+# Runs compile_ahead.compile_kernels on one candidate in a process of its own (it patches Triton),
+# with a throwaway cache: the reason a compile ahead was skipped, which verdicts do not carry.
+_COMPILE_AHEAD = """
+import json, sys
+from tritium.runner.compile_ahead import compile_kernels
+from tritium.runner.tasks import load_module
+task = open(sys.argv[1]).read()
+init = list(load_module(task, "task").get_init_inputs())
+request = {"task": task, "filename": sys.argv[2], "init_inputs": init,
+           "trials": [{"index": 0, "mode": "eval", "distribution": "task"}]}
+print(json.dumps({k: v for k, v in compile_kernels(request).items() if k != "files"}))
+"""
+
+
+def _why_skipped(batch: list[dict], verdicts: list[dict], most: int = 4) -> None:
+    """Why the compile ahead of the first `most` skipped candidates was skipped (outside the sandbox)."""
+    skipped = [e for e, v in zip(batch, verdicts) if (v.get("phases_ms") or {}).get("ahead.skipped") == 1]
+    for entry in skipped[:most]:
+        with tempfile.TemporaryDirectory(prefix="tritium-ahead-") as tmp:
+            task, code = pathlib.Path(tmp, "task.py"), pathlib.Path(tmp, "candidate.py")
+            task.write_text(entry["task"])
+            code.write_text(entry["code"])
+            env = {**os.environ, "TRITON_CACHE_DIR": os.path.join(tmp, "triton")}
+            done = subprocess.run(
+                [sys.executable, "-c", _COMPILE_AHEAD, str(task), str(code)],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+            )
+        answer = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-300:]
+        print(f"  compile ahead skipped for {entry['id']}: {answer}", flush=True)
+
+
 def _print_timeline(t: dict) -> None:
     print(
         f"  GPU lock: {t['timers']} timers in {t['rounds']} rounds; gate closed {t['gate_closed_s']:.1f} s in all, "
@@ -956,6 +990,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
     _print_timeline(run["timeline"])
     _print_memory(run["memory"])
     _print_compiles(jobs)
+    _why_skipped(batch, verdicts)
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
         phases = {k: round(v / 1000, 1) for k, v in (verdict.get("phases_ms") or {}).items() if not k.endswith("_at")}
         print(
