@@ -43,10 +43,13 @@ def launches_held_back(counted: list):
     from triton.runtime.jit import JITFunction
 
     run, tune, hook = JITFunction.run, Autotuner.run, knobs.runtime.jit_post_compile_hook
+    launchers = set()  # kernels whose launcher is built: a forward may launch one kernel many times
 
     def compile_only(self, *args, grid, warmup, **kwargs):
         kernel = run(self, *args, grid=grid, warmup=True, **kwargs)
-        _build_launcher(kernel)
+        if kernel is not None and id(kernel) not in launchers:
+            launchers.add(id(kernel))
+            _build_launcher(kernel)
         return kernel
 
     def compile_configs(self, *args, **kwargs):
