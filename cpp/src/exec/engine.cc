@@ -692,7 +692,9 @@ struct Engine::Impl {
     request["op"] = "compile";
     request.erase("channel");
     request.erase("timing");
-    const exec::Reply reply = slots[slot]->call(request, options.timeout_s + kBackstopS);
+    // Half the candidate's time at most: a compile ahead that takes longer only adds to the job's.
+    request["timeout_s"] = options.timeout_s / 2;
+    const exec::Reply reply = slots[slot]->call(request, options.timeout_s / 2 + kBackstopS);
     if (reply.kind != exec::Reply::Kind::ok || reply.body.value("ok", Json()) != Json(true)) {
       phases["ahead.skipped"] = 1;
       return;
