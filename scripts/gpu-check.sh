@@ -4,7 +4,8 @@
 #   bash scripts/gpu-check.sh [tests|repeatability|throughput|contexts|beside|cache|probe|scale|rollouts|update|compile-ahead|demo|synth|search|fragments|model|train|ablation|train-parity]...
 #   (default: the first four; a benchmark step's extra flags come from <STEP>_ARGS, e.g. PROBE_ARGS)
 # scale: the KernelBench-size suite (examples/kernelbench_scale) through the engine and the naive baseline;
-#   it exits 1 when a target is missed, which ends the call (SCALE_ARGS="--only-engine" skips the baseline).
+#   it exits 1 when a target is missed, which ends the call (SCALE_ARGS="--only-engine" skips the baseline;
+#   SCALE_ARGS="--compile-ahead on,off" runs an engine with the compile ahead and one without, the first judged).
 # update: python/benchmarks/update_bench.py with UPDATE_ARGS (default: SmolLM2's shape, a group of the mid config;
 #   update_micro_batch 0,4,2,1 side by side); its log and JSON in $OUT.
 # compile-ahead: python/benchmarks/compile_ahead_bench.py (Triton kernels compiled from meta tensors

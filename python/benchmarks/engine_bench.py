@@ -1025,7 +1025,7 @@ def scale(args) -> dict:
             {
                 **options,
                 **({} if gather is None else {"timer_gather_s": gather}),
-                **({} if ahead else {"compile_ahead": False}),
+                **({} if ahead is None else {"compile_ahead": ahead}),
             },
         )
         for gather in args.gather
@@ -1291,9 +1291,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--compile-ahead",
-        type=lambda s: [a == "on" for a in s.split(",")],
-        default=[True],
-        help="scale: compile_ahead of each engine to run (on or off), e.g. on,off (the first run is judged)",
+        type=lambda s: [None if a == "default" else a == "on" for a in s.split(",")],
+        default=[None],
+        help="scale: compile_ahead of each engine to run (on, off or default), e.g. on,off (the first run is judged)",
     )
     parser.add_argument(
         "--comparers",
