@@ -123,9 +123,9 @@ def compile_kernels(request: dict) -> dict:
 def _made_context() -> bool | None:
     """Whether this worker made a CUDA context (it should not: no kernel ran; a context made beside
     another process's timed calls slows them, so contexts are made under a share of the GPU lock)."""
-    try:
-        return bool(torch.cuda.is_initialized() and torch._C._cuda_hasPrimaryContext(torch.cuda.current_device()))
-    except Exception:  # noqa: BLE001 - a torch without the query
+    try:  # asks the driver without making one; torch's own init flag misses a context Triton made
+        return any(torch._C._cuda_hasPrimaryContext(i) for i in range(torch.cuda.device_count()))
+    except Exception:  # noqa: BLE001 - a torch without the query (a CPU build)
         return None
 
 
