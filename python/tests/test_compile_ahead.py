@@ -7,7 +7,7 @@ import base64
 import os
 
 from tritium.runner import __main__ as runner_main
-from tritium.runner import compile_ahead, sandbox
+from tritium.runner import compile_ahead, sandbox, triton_driver
 
 
 def test_one_meta_call_per_mode_and_input_shape():
@@ -42,7 +42,7 @@ def test_a_meta_draw_allocates_nothing_and_has_the_tasks_shapes():
 def test_the_answer_carries_only_the_files_the_compile_added(tmp_path):
     (tmp_path / "driver").mkdir()
     (tmp_path / "driver" / "cuda_utils.so").write_bytes(b"seeded")
-    before = set(compile_ahead._walk(str(tmp_path)))
+    before = set(triton_driver.cache_paths(str(tmp_path)))
     (tmp_path / "k1").mkdir()
     (tmp_path / "k1" / "add_kernel.cubin").write_bytes(b"\x00cubin")
     files = compile_ahead.cache_files(str(tmp_path), before)

@@ -6,10 +6,11 @@ after the engine had reserved the job's memory (H100, 2026-12-06: 303 of the job
 So the engine first sends the slot's runner a `compile` request: a sandboxed worker, like the
 candidate's, loads the task and the candidate, builds ModelNew on the meta device and calls it on
 meta tensors shaped like each planned trial's inputs, with every Triton launch turned into a
-compile (`launches_held_back`). No device memory is allocated beyond the CUDA context, and no
-kernel runs. Triton specialises a kernel on its arguments' dtypes, integer values and pointers'
-16-byte alignment; a meta tensor's address (0, plus its offset) aligns as a device tensor's does,
-so the kernels compiled here are the ones the real calls pick.
+compile (`launches_held_back`). No kernel runs and no device memory is allocated; no CUDA context
+should be made either (the answer says: `context`). Triton specialises a kernel on its arguments'
+dtypes, integer values and pointers' 16-byte alignment; a meta tensor's address (0, plus its
+offset) aligns as a device tensor's does, so the kernels compiled here are the ones the real calls
+pick.
 
 The worker answers with the files Triton's cache gained (`cache_files`); the runner writes them
 into the evaluating worker's private cache (sandbox.job_seed), where the first launch finds its
@@ -97,7 +98,7 @@ def compile_kernels(request: dict) -> dict:
     if "forked_at" in request:
         add_since(answer["phases_ms"], "startup", request["forked_at"])
     cache = os.environ.get("TRITON_CACHE_DIR")
-    before = set(_walk(cache)) if cache else set()
+    before = set(triton_driver.cache_paths(cache)) if cache else set()
     counted: list = []
     try:
         triton_driver.make_driver()
@@ -129,19 +130,11 @@ def _made_context() -> bool | None:
         return None
 
 
-def _walk(directory: str):
-    for root, _, names in os.walk(directory):
-        for name in names:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                yield os.path.relpath(path, directory)
-
-
 def cache_files(directory: str, before: set) -> dict[str, str]:
     """The cache's files not in `before`, base64 (an answer is JSON): none when there are more than
     MAX_FILES or MAX_BYTES of them (the candidate's own files, perhaps; the real call compiles)."""
     files, total = {}, 0
-    for relative in _walk(directory):
+    for relative in triton_driver.cache_paths(directory):
         if relative in before:
             continue
         with open(os.path.join(directory, relative), "rb") as f:
