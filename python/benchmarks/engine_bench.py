@@ -41,6 +41,7 @@ Results go to stdout as text and, with --json FILE, as one JSON document.
 """
 
 import argparse
+import contextlib
 import gzip
 import itertools
 import json
@@ -937,9 +938,35 @@ def _print_timeline(t: dict) -> None:
     )
 
 
+@contextlib.contextmanager
+def _cold_compile_caches():
+    """Inductor's and Triton's caches of the engine's trusted processes, empty: each engine of a
+    comparison compiles its references as the first on a machine does (they default to paths in
+    /tmp and ~ that the engines before it would have filled). Candidates' caches are their own."""
+    names = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+    saved = {name: os.environ.get(name) for name in names}
+    with tempfile.TemporaryDirectory(prefix="tritium-bench-caches-") as caches:
+        os.environ.update({name: os.path.join(caches, name.lower()) for name in names})
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
 def _scale_engine(batch: list[dict], options: dict) -> dict:
-    """One engine over the batch, with the disk, GPU memory and host sampled: its figures."""
-    with Peak(_disk_used) as disk, Peak(_gpu_memory_mib) as gpu, HostBusy() as host, GpuBusy() as kernels:
+    """One engine over the batch, with the disk, GPU memory and host sampled, its trusted processes'
+    compile caches cold: its figures."""
+    with (
+        _cold_compile_caches(),
+        Peak(_disk_used) as disk,
+        Peak(_gpu_memory_mib) as gpu,
+        HostBusy() as host,
+        GpuBusy() as kernels,
+    ):
         start_ms, start = time.time() * 1000, time.perf_counter()
         engine = tritium.Engine(**options)
         created_s = time.perf_counter() - start
