@@ -96,3 +96,83 @@ def test_only_the_same_jobs_evaluating_worker_starts_with_its_kernels(tmp_path, 
     monkeypatch.setattr(sandbox, "job_seed", (job, {"d/cuda_utils.so": b"candidate's"}))
     sandbox._private_dir(job)  # were one to get through, the runner's driver module is written last
     assert (tmp_path / "job" / "scratch" / "triton" / "d" / "cuda_utils.so").read_bytes() == b"runner's"
+
+
+# A reference's torch.compile done ahead of its timing, on fake tensors (reference.compile_reference).
+# On the CPU Inductor writes C++ kernels, each built into a shared object: a timing's compile that
+# finds every one of them built compiled nothing itself.
+REFERENCE_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.norm = nn.LayerNorm(features)
+
+    def forward(self, x, scale):
+        return torch.relu(self.norm(x)) * scale
+
+
+def get_inputs():
+    return [torch.randn(8, 32), 3]
+
+
+def get_init_inputs():
+    return [32]
+"""
+
+AHEAD = """
+import json, sys
+from tritium.runner import reference
+print(json.dumps(reference.compile_reference(
+    {"source": open(sys.argv[1]).read(), "filename": sys.argv[1], "device": "cpu", "seed": 5})))
+"""
+
+# What time_reference's torch.compile does at its first call (reference._time_references).
+TIMING_COMPILE = """
+import sys, torch
+from tritium.runner import inputs, reference
+module, model, _ = reference._build({"source": open(sys.argv[1]).read(), "device": "cpu"}, sys.argv[1], 5)
+with torch.no_grad():
+    torch.compile(model.eval())(*inputs.fresh_source(module, 5, "fresh", "cpu")(-100))
+"""
+
+
+def _in_process(script: str, task, caches) -> str:
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(caches))
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(task)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def _built_kernels(caches) -> set:
+    return {str(p.relative_to(caches)) for p in caches.rglob("*.so")}
+
+
+def test_a_reference_compiled_on_fake_tensors_leaves_its_timing_nothing_to_build(tmp_path):
+    import json
+
+    task, caches = tmp_path / "task.py", tmp_path / "inductor"
+    task.write_text(REFERENCE_TASK)
+    answer = json.loads(_in_process(AHEAD, task, caches).strip().splitlines()[-1])
+    assert answer["ok"] and answer["error"] is None and answer["phases_ms"]["compile"] > 0
+    built = _built_kernels(caches)
+    assert built, "the compile on fake tensors built no kernel"
+    _in_process(TIMING_COMPILE, task, caches)
+    assert _built_kernels(caches) == built
+
+
+def test_a_reference_that_does_not_trace_on_fake_tensors_answers_why(tmp_path):
+    import json
+
+    task = tmp_path / "task.py"
+    task.write_text(REFERENCE_TASK.replace("return torch.relu(self.norm(x)) * scale", "return x * float(x.sum() > 0)"))
+    answer = json.loads(_in_process(AHEAD, task, tmp_path / "inductor").strip().splitlines()[-1])
+    assert answer["ok"] and answer["error"]

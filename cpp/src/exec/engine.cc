@@ -474,21 +474,39 @@ struct Engine::Impl {
       std::lock_guard lock(timings_mutex);
       if (!timings.emplace(key, timing->get_future().share()).second) return;  // timed before a trim
     }
-    timers.submit([this, timing, ref, request = task_request("time_reference", task, ref->dir)](int) {
+    timers.submit([this, timing, ref, request = task_request("time_reference", task, ref->dir),
+                   ahead = task_request("compile_reference", task, ref->dir)](int) {
       const std::uintmax_t reserved = timing_memory(ref->body);
+      const Json ahead_phases = may_wait_for_memory(reserved) ? compile_reference(ahead) : Json::object();
       const auto room = memory->enter(reserved);
       const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
       // A reference that cannot be timed leaves its candidates untimed, with the reason.
       if (reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false)) {
         Json timed = reply.body.value("timing", Json());
-        if (timed.is_object() && timed.contains("phases_ms") && timed["phases_ms"].is_object())
+        if (timed.is_object() && timed.contains("phases_ms") && timed["phases_ms"].is_object()) {
           timed["phases_ms"]["mem.reserved_mib"] = static_cast<double>(reserved) / (1 << 20);
+          timed["phases_ms"].update(ahead_phases);
+        }
         timing->set_value(std::move(timed));
       } else {
         timing->set_value(Json{
             {"error", reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string()) : reply.detail}});
       }
     });
+  }
+
+  // The reference's torch.compile done on fake tensors, without device memory, before its timing is
+  // admitted (compile_reference in reference.py): the timing's first call finds the kernels in the
+  // caches the trusted processes share. Phases "ahead.compile" and "ahead.failed" (then the timing
+  // compiles it all, as without this).
+  Json compile_reference(Json request) {
+    request["timeout_s"] = kReferenceTimeoutS / 2;
+    const exec::Reply reply = call_trusted(request, kReferenceTimeoutS / 2 + kBackstopS);
+    const bool ok = reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false);
+    Json phases = {{"ahead.failed", ok && reply.body.value("error", Json()).is_null() ? 0 : 1}};
+    const Json worker = ok ? reply.body.value("phases_ms", Json::object()) : Json::object();
+    if (worker.is_object() && worker.value("compile", Json()).is_number()) phases["ahead.compile"] = worker["compile"];
+    return phases;
   }
 
   std::size_t reference_timings() {
@@ -678,9 +696,13 @@ struct Engine::Impl {
   // Whether a job compiles its candidate's kernels before its admission: on a GPU, where the job
   // needs more than a slot's share of the room, so that it may wait for memory. Smaller jobs rarely
   // wait, and a compile ahead costs them a sandboxed worker's start and the candidate's loading again.
-  bool compiles_ahead(const exec::Reference& ref) const {
+  bool compiles_ahead(const exec::Reference& ref) const { return may_wait_for_memory(job_memory(ref.body, true)); }
+
+  // With compile_ahead, what compiles before it holds `reserved` bytes: on a GPU, more than a slot's
+  // share of the room (the budget over the slots), so that it may wait for memory.
+  bool may_wait_for_memory(std::uintmax_t reserved) const {
     return device == "cuda" && options.compile_ahead &&
-           job_memory(ref.body, true) > memory_budget / static_cast<std::uintmax_t>(std::max(1, options.jobs));
+           reserved > memory_budget / static_cast<std::uintmax_t>(std::max(1, options.jobs));
   }
 
   // The candidate's Triton kernels compiled from meta tensors in a sandboxed worker of the slot's

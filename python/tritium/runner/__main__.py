@@ -156,7 +156,7 @@ def main() -> int:
         handlers = {"compare": compare}
     else:
         from .compare import compare
-        from .reference import footprint, reference, time_reference, warm_compile, warm_up
+        from .reference import compile_reference, footprint, reference, time_reference, warm_compile, warm_up
         from .tasks import check_task
         from .trace import trace_task
 
@@ -170,6 +170,7 @@ def main() -> int:
             "compare": compare,
             "footprint": footprint,
             "time_reference": time_reference,
+            "compile_reference": compile_reference,
             "device_info": _device_info,
             "sandbox_probe": _sandbox_probe,
         }
@@ -195,7 +196,7 @@ def main() -> int:
                 from . import sandbox
 
                 sandbox.triton_seed, seed = seed.files(), None
-            if request.get("op") == "time_reference":  # imported once here, not in every timing's worker
+            if request.get("op") in ("time_reference", "compile_reference"):  # imported once here, not in every worker
                 warm_compile()
             answer = run_in_worker(handler, request, request.get("timeout_s"))
             _keep_compiled(request, answer)
