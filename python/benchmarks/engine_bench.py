@@ -889,6 +889,25 @@ def _print_compiles(jobs: list[dict]) -> None:
     )
 
 
+def _print_reference_compiles(batch: list[dict], verdicts: list[dict]) -> None:
+    """Where the reference timings' torch.compile ran: ahead of the timing, on fake tensors
+    (reference.compile_reference, no memory reserved), and in the timing (its `compile` phase:
+    cache hits then)."""
+    timings = {}
+    for entry, verdict in zip(batch, verdicts):
+        phases = verdict.get("phases_ms") or {}
+        if "reference_timing.compile" in phases:
+            timings[entry["task"]] = phases
+    ahead = [p for p in timings.values() if "reference_timing.ahead.failed" in p]
+    ahead_s = sum(p.get("reference_timing.ahead.compile", 0) for p in ahead) / 1000
+    in_s = sum(p["reference_timing.compile"] for p in timings.values()) / 1000
+    print(
+        f"  reference torch.compile: ahead of {len(ahead)} of {len(timings)} timings ({ahead_s:.1f} s, "
+        f"{sum(p['reference_timing.ahead.failed'] for p in ahead):.0f} failed); in the timings {in_s:.1f} s",
+        flush=True,
+    )
+
+
 # Runs compile_ahead.compile_kernels on one candidate in a process of its own (it patches Triton),
 # with a throwaway cache: the reason a compile ahead was skipped, which verdicts do not carry.
 _COMPILE_AHEAD = """
@@ -1017,6 +1036,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
     _print_timeline(run["timeline"])
     _print_memory(run["memory"])
     _print_compiles(jobs)
+    _print_reference_compiles(batch, verdicts)
     _why_skipped(batch, verdicts)
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
         phases = {k: round(v / 1000, 1) for k, v in (verdict.get("phases_ms") or {}).items() if not k.endswith("_at")}
