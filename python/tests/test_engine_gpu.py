@@ -72,8 +72,8 @@ def test_a_candidates_kernels_are_compiled_before_its_job_is_admitted(engine):
     """compile_ahead.py: a job that needs more than a slot's share of the room (here, with 8 GiB for
     the slots, every job) compiles its candidate's kernels from meta tensors before its memory is
     reserved, and they are the ones its checked calls run: the evaluating worker's compiles find
-    them in its cache. A job within its share, or an engine without the option (the default), compiles
-    none ahead."""
+    them in its cache; so is its reference timing's torch.compile. A job within its share, or an
+    engine without the option (the default), compiles none ahead."""
     tight = tritium.Engine(device="cuda", static_check=False, timeout_s=60, device_memory_gb=8, compile_ahead=True)
     (v,) = tight.evaluate([item("honest_relu.py")])
     phases = v["phases_ms"]
@@ -81,6 +81,8 @@ def test_a_candidates_kernels_are_compiled_before_its_job_is_admitted(engine):
     assert phases["ahead.skipped"] == 0 and phases["ahead.kernels"] >= 1 and phases["ahead.files"] >= 1, phases
     assert phases["ahead.context"] == 0, phases  # made outside the GPU lock, one would slow timed calls
     assert phases.get("compile", 0) < phases["ahead.compile"] / 3, phases
+    # So is its reference timing's torch.compile, on fake tensors (reference.compile_reference).
+    assert phases["reference_timing.ahead.failed"] == 0 and phases["reference_timing.ahead.compile"] > 0, phases
     assert tight.info()["compile_ahead"] is True
     del tight
     roomy = tritium.Engine(device="cuda", static_check=False, timeout_s=60, compile_ahead=True)
@@ -89,6 +91,7 @@ def test_a_candidates_kernels_are_compiled_before_its_job_is_admitted(engine):
     del roomy
     (v,) = engine.evaluate([item("honest_relu.py")])
     assert v["status"] == "correct" and "ahead.kernels" not in v["phases_ms"], v["phases_ms"]
+    assert "reference_timing.ahead.failed" not in v["phases_ms"], v["phases_ms"]
     assert engine.info()["compile_ahead"] is False
 
 
