@@ -50,7 +50,10 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kBackstopS = 60;           // the engine's timeout beyond the worker's own
 constexpr double kReferenceTimeoutS = 900;  // torch.compile of a large model takes minutes
-constexpr int kSandboxUidBase = 4100000;    // per-slot uid when the engine runs as root
+// A reference's compile ahead of its timing: what it compiled by then stays in the caches, the
+// rest the timing compiles; longer, it would only hold back the timing (and its timers thread).
+constexpr double kReferenceAheadS = 120;
+constexpr int kSandboxUidBase = 4100000;  // per-slot uid when the engine runs as root
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -500,8 +503,8 @@ struct Engine::Impl {
   // caches the trusted processes share. Phases "ahead.compile" and "ahead.failed" (then the timing
   // compiles it all, as without this).
   Json compile_reference(Json request) {
-    request["timeout_s"] = kReferenceTimeoutS / 2;
-    const exec::Reply reply = call_trusted(request, kReferenceTimeoutS / 2 + kBackstopS);
+    request["timeout_s"] = kReferenceAheadS;
+    const exec::Reply reply = call_trusted(request, kReferenceAheadS + kBackstopS);
     const bool ok = reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false);
     Json phases = {{"ahead.failed", ok && reply.body.value("error", Json()).is_null() ? 0 : 1}};
     const Json worker = ok ? reply.body.value("phases_ms", Json::object()) : Json::object();
