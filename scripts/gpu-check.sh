@@ -1,17 +1,12 @@
 #!/usr/bin/env bash
 # On a GPU machine without network (docs/gpu.md): build Tritium from .deps, run the GPU tests and
 # the engine benchmarks in one call. Results go to $OUT (or ./gpu-results).
-#   bash scripts/gpu-check.sh [tests|repeatability|throughput|contexts|beside|cache|probe|scale|rollouts|update|compile-ahead|reference-compile|demo|synth|search|fragments|model|train|ablation|train-parity]...
+#   bash scripts/gpu-check.sh [tests|repeatability|throughput|contexts|beside|cache|probe|scale|rollouts|update|demo|synth|search|fragments|model|train|ablation|train-parity]...
 #   (default: the first four; a benchmark step's extra flags come from <STEP>_ARGS, e.g. PROBE_ARGS)
 # scale: the KernelBench-size suite (examples/kernelbench_scale) through the engine and the naive baseline;
-#   it exits 1 when a target is missed, which ends the call (SCALE_ARGS="--only-engine" skips the baseline;
-#   SCALE_ARGS="--compile-ahead on,off" runs an engine with the compile ahead and one without, the first judged).
+#   it exits 1 when a target is missed, which ends the call (SCALE_ARGS="--only-engine" skips the baseline).
 # update: python/benchmarks/update_bench.py with UPDATE_ARGS (default: SmolLM2's shape, a group of the mid config;
 #   update_micro_batch 0,4,2,1 side by side); its log and JSON in $OUT.
-# compile-ahead: python/benchmarks/compile_ahead_bench.py (Triton kernels compiled from meta tensors
-#   against a cold first call); its log and JSON in $OUT.
-# reference-compile: python/benchmarks/reference_compile_bench.py (a reference's torch.compile on fake
-#   tensors, then its first real call, against a cold and a warm first call); its log and JSON in $OUT.
 # rollouts: python/benchmarks/rollout_bench.py with ROLLOUTS_ARGS (e.g. "--sequences 256 --generators
 #   generate,compiled*2 --profile compiled"); its log and JSON in $OUT.
 # demo: the demo batch (scripts/demo-candidates.sh) timed on the GPU, verdicts in $OUT/h200-demo.jsonl.
@@ -113,10 +108,6 @@ for step in "${steps[@]}"; do
                   rm -rf "$OUT"/parity/*/checkpoint-* "$OUT"/parity/*/tensorboard ;;
     update) read -ra extra <<< "${UPDATE_ARGS:-}"
             python3 python/benchmarks/update_bench.py "${extra[@]}" --json "$OUT/update.json" 2>&1 | tee "$OUT/update.log" ;;
-    compile-ahead) python3 python/benchmarks/compile_ahead_bench.py --json "$OUT/compile-ahead.json" 2>&1 \
-                     | tee "$OUT/compile-ahead.log" ;;
-    reference-compile) python3 python/benchmarks/reference_compile_bench.py --json "$OUT/reference-compile.json" 2>&1 \
-                         | tee "$OUT/reference-compile.log" ;;
     rollouts) read -ra extra <<< "${ROLLOUTS_ARGS:-}"
               python3 python/benchmarks/rollout_bench.py "${extra[@]}" --json "$OUT/rollouts.json" 2>&1 \
                 | tee "$OUT/rollouts.log" ;;

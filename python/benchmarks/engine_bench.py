@@ -874,74 +874,6 @@ def _print_memory(rows: list[dict]) -> None:
         )
 
 
-def _print_compiles(jobs: list[dict]) -> None:
-    """Where the candidates' Triton compiles ran: ahead of the job (compile_ahead.py, no memory
-    reserved) or in it, at the first calls (`compile`: the worker's time between Triton's compile
-    hooks, cache hits included)."""
-    ahead = [p for p in jobs if "ahead.kernels" in p]
-    kernels, ahead_s = sum(p["ahead.kernels"] for p in ahead), sum(p.get("ahead.compile", 0) for p in ahead) / 1000
-    print(
-        f"  Triton compiles: ahead of {sum(p['ahead.kernels'] > 0 for p in ahead)} of {len(jobs)} jobs "
-        f"({kernels:.0f} kernels, {ahead_s:.1f} s, {sum(p.get('ahead.skipped', 0) for p in ahead):.0f} skipped); "
-        f"in the jobs {sum(p.get('compile', 0) for p in jobs) / 1000:.1f} s; contexts made ahead "
-        f"{sum(p.get('ahead.context', 0) == 1 for p in ahead)}",
-        flush=True,
-    )
-
-
-def _print_reference_compiles(batch: list[dict], verdicts: list[dict]) -> None:
-    """Where the reference timings' torch.compile ran: ahead of the timing, on fake tensors
-    (reference.compile_reference, no memory reserved), and in the timing (its `compile` phase:
-    cache hits then)."""
-    timings = {}
-    for entry, verdict in zip(batch, verdicts):
-        phases = verdict.get("phases_ms") or {}
-        if "reference_timing.compile" in phases:
-            timings[entry["task"]] = phases
-    ahead = [p for p in timings.values() if "reference_timing.ahead.failed" in p]
-    ahead_s = sum(p.get("reference_timing.ahead.compile", 0) for p in ahead) / 1000
-    in_s = sum(p["reference_timing.compile"] for p in timings.values()) / 1000
-    print(
-        f"  reference torch.compile: ahead of {len(ahead)} of {len(timings)} timings ({ahead_s:.1f} s, "
-        f"{sum(p['reference_timing.ahead.failed'] for p in ahead):.0f} failed); in the timings {in_s:.1f} s",
-        flush=True,
-    )
-
-
-# Runs compile_ahead.compile_kernels on one candidate in a process of its own (it patches Triton),
-# with a throwaway cache: the reason a compile ahead was skipped, which verdicts do not carry.
-_COMPILE_AHEAD = """
-import json, sys
-from tritium.runner.compile_ahead import compile_kernels
-from tritium.runner.tasks import load_module
-task = open(sys.argv[1]).read()
-init = list(load_module(task, "task").get_init_inputs())
-request = {"task": task, "filename": sys.argv[2], "init_inputs": init,
-           "trials": [{"index": 0, "mode": "eval", "distribution": "task"}]}
-print(json.dumps({k: v for k, v in compile_kernels(request).items() if k != "files"}))
-"""
-
-
-def _why_skipped(batch: list[dict], verdicts: list[dict], most: int = 4) -> None:
-    """Why the compile ahead of the first `most` skipped candidates was skipped (outside the sandbox)."""
-    skipped = [e for e, v in zip(batch, verdicts) if (v.get("phases_ms") or {}).get("ahead.skipped") == 1]
-    for entry in skipped[:most]:
-        with tempfile.TemporaryDirectory(prefix="tritium-ahead-") as tmp:
-            task, code = pathlib.Path(tmp, "task.py"), pathlib.Path(tmp, "candidate.py")
-            task.write_text(entry["task"])
-            code.write_text(entry["code"])
-            env = {**os.environ, "TRITON_CACHE_DIR": os.path.join(tmp, "triton")}
-            done = subprocess.run(
-                [sys.executable, "-c", _COMPILE_AHEAD, str(task), str(code)],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=300,
-            )
-        answer = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-300:]
-        print(f"  compile ahead skipped for {entry['id']}: {answer}", flush=True)
-
-
 def _print_timeline(t: dict) -> None:
     print(
         f"  GPU lock: {t['timers']} timers in {t['rounds']} rounds; gate closed {t['gate_closed_s']:.1f} s in all, "
@@ -1035,9 +967,6 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         print(f"  candidates' scratch (tmpfs, 256 MiB): most {most:.1f} MiB ({where})")
     _print_timeline(run["timeline"])
     _print_memory(run["memory"])
-    _print_compiles(jobs)
-    _print_reference_compiles(batch, verdicts)
-    _why_skipped(batch, verdicts)
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
         phases = {k: round(v / 1000, 1) for k, v in (verdict.get("phases_ms") or {}).items() if not k.endswith("_at")}
         print(
@@ -1064,19 +993,11 @@ def scale(args) -> dict:
     )
     warmed_s = _warm_file_cache(device)
     print(f"file cache warmed in {warmed_s:.1f} s (what both sides import, imported once; a context made)", flush=True)
-    # The first engine (the defaults, unless --gather or --compile-ahead say otherwise) is the one the
-    # targets judge; further values run engines of their own beside it, for comparison.
+    # The first engine (the defaults, unless --gather says otherwise) is the one the targets judge;
+    # further --gather values run engines of their own beside it, for comparison.
     runs = [
-        _scale_engine(
-            batch,
-            {
-                **options,
-                **({} if gather is None else {"timer_gather_s": gather}),
-                **({} if ahead is None else {"compile_ahead": ahead}),
-            },
-        )
+        _scale_engine(batch, {**options, **({} if gather is None else {"timer_gather_s": gather})})
         for gather in args.gather
-        for ahead in args.compile_ahead
     ]
     verdicts, engine_s, info = runs[0]["verdicts"], runs[0]["engine_s"], runs[0]["info"]
     disk_peak, gpu_peak, host = runs[0]["disk_peak"], runs[0]["gpu_peak"], runs[0]["host"]
@@ -1335,12 +1256,6 @@ def main() -> None:
         type=lambda s: [None if g == "default" else float(g) for g in s.split(",")],
         default=[None],
         help="scale: timer_gather_s of each engine to run, e.g. default,2 (the first run is judged)",
-    )
-    parser.add_argument(
-        "--compile-ahead",
-        type=lambda s: [None if a == "default" else a == "on" for a in s.split(",")],
-        default=[None],
-        help="scale: compile_ahead of each engine to run (on, off or default), e.g. on,off (the first run is judged)",
     )
     parser.add_argument(
         "--comparers",

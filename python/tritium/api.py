@@ -243,7 +243,7 @@ class Engine:
     computed once. Options are EngineOptions' fields (docs/engine.md): device ("auto", "cpu", "cuda",
     "cuda:N"), profile, trials, jobs, timeout_s, seed, static_check, timing, cache, work_dir,
     memory_gb, device_memory_gb, reference_cache_gb, keep_files, unsafe_sandbox, timer_gather_s,
-    lazy_reference_timing, fork_comparers, compile_ahead, python (default: this interpreter); None means the default.
+    lazy_reference_timing, fork_comparers, python (default: this interpreter); None means the default.
     Raises ValueError on an unknown or bad option, RuntimeError when no runner can start, or when the
     sandbox cannot be established and unsafe_sandbox is not set.
     """

@@ -115,11 +115,6 @@ struct EngineOptions {
                                         // time after the same drain of the GPU's sharers (timing.py)
   bool fork_comparers = false;          // a comparer process (and CUDA context) for each job, instead of
                                         // one per slot serving its jobs in turn (the comparison baseline)
-  bool compile_ahead = false;           // on a GPU, for a job that needs more than a slot's share of the
-                                        // device memory: compile its candidate's Triton kernels from meta
-                                        // tensors before its memory is reserved (compile_ahead.py), and
-                                        // so a reference timing's torch.compile on fake tensors
-                                        // (reference.py); off until measured on a GPU (docs/engine.md)
   bool lazy_reference_timing = false;   // time a task's references only once a candidate of it is
                                         // correct (RL batches: most tasks get none); otherwise as
                                         // soon as its outputs exist, beside its candidates' checks

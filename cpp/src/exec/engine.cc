@@ -50,10 +50,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kBackstopS = 60;           // the engine's timeout beyond the worker's own
 constexpr double kReferenceTimeoutS = 900;  // torch.compile of a large model takes minutes
-// A reference's compile ahead of its timing: what it compiled by then stays in the caches, the
-// rest the timing compiles; longer, it would only hold back the timing (and its timers thread).
-constexpr double kReferenceAheadS = 120;
-constexpr int kSandboxUidBase = 4100000;  // per-slot uid when the engine runs as root
+constexpr int kSandboxUidBase = 4100000;    // per-slot uid when the engine runs as root
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -477,39 +474,21 @@ struct Engine::Impl {
       std::lock_guard lock(timings_mutex);
       if (!timings.emplace(key, timing->get_future().share()).second) return;  // timed before a trim
     }
-    timers.submit([this, timing, ref, request = task_request("time_reference", task, ref->dir),
-                   ahead = task_request("compile_reference", task, ref->dir)](int) {
+    timers.submit([this, timing, ref, request = task_request("time_reference", task, ref->dir)](int) {
       const std::uintmax_t reserved = timing_memory(ref->body);
-      const Json ahead_phases = may_wait_for_memory(reserved) ? compile_reference(ahead) : Json::object();
       const auto room = memory->enter(reserved);
       const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
       // A reference that cannot be timed leaves its candidates untimed, with the reason.
       if (reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false)) {
         Json timed = reply.body.value("timing", Json());
-        if (timed.is_object() && timed.contains("phases_ms") && timed["phases_ms"].is_object()) {
+        if (timed.is_object() && timed.contains("phases_ms") && timed["phases_ms"].is_object())
           timed["phases_ms"]["mem.reserved_mib"] = static_cast<double>(reserved) / (1 << 20);
-          timed["phases_ms"].update(ahead_phases);
-        }
         timing->set_value(std::move(timed));
       } else {
         timing->set_value(Json{
             {"error", reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string()) : reply.detail}});
       }
     });
-  }
-
-  // The reference's torch.compile done on fake tensors, without device memory, before its timing is
-  // admitted (compile_reference in reference.py): the timing's first call finds the kernels in the
-  // caches the trusted processes share. Phases "ahead.compile" and "ahead.failed" (then the timing
-  // compiles it all, as without this).
-  Json compile_reference(Json request) {
-    request["timeout_s"] = kReferenceAheadS;
-    const exec::Reply reply = call_trusted(request, kReferenceAheadS + kBackstopS);
-    const bool ok = reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false);
-    Json phases = {{"ahead.failed", ok && reply.body.value("error", Json()).is_null() ? 0 : 1}};
-    const Json worker = ok ? reply.body.value("phases_ms", Json::object()) : Json::object();
-    if (worker.is_object() && worker.value("compile", Json()).is_number()) phases["ahead.compile"] = worker["compile"];
-    return phases;
   }
 
   std::size_t reference_timings() {
@@ -665,10 +644,6 @@ struct Engine::Impl {
     if (started) {
       exec::judge({exec::Reply::Kind::died, nullptr, started->message}, {}, ref.body, v);
     } else {
-      if (compiles_ahead(ref)) {
-        compile_ahead(slot, task, ref, *job, engine_phases);
-        since("engine.compile_ahead");
-      }
       const Verdict unjudged = v;
       for (const bool alone : {false, true}) {
         since("engine.prepare");
@@ -694,48 +669,6 @@ struct Engine::Impl {
       std::error_code ec;
       fs::remove_all(*job, ec);
     }
-  }
-
-  // Whether a job compiles its candidate's kernels before its admission: on a GPU, where the job
-  // needs more than a slot's share of the room, so that it may wait for memory. Smaller jobs rarely
-  // wait, and a compile ahead costs them a sandboxed worker's start and the candidate's loading again.
-  bool compiles_ahead(const exec::Reference& ref) const { return may_wait_for_memory(job_memory(ref.body, true)); }
-
-  // With compile_ahead, what compiles before it holds `reserved` bytes: on a GPU, more than a slot's
-  // share of the room (the budget over the slots), so that it may wait for memory.
-  bool may_wait_for_memory(std::uintmax_t reserved) const {
-    return device == "cuda" && options.compile_ahead &&
-           reserved > memory_budget / static_cast<std::uintmax_t>(std::max(1, options.jobs));
-  }
-
-  // The candidate's Triton kernels compiled from meta tensors in a sandboxed worker of the slot's
-  // runner, before the job's memory is reserved; its evaluating worker, forked next by the same
-  // runner, finds them in its cache (compile_ahead.py). What it did goes into the verdict's phases
-  // as "ahead.*"; a compile that failed or ran out of time only leaves the kernels to the real call.
-  void compile_ahead(int slot, const Task& task, const exec::Reference& ref, const fs::path& job, Json& phases) {
-    Json request = evaluate_request(slot, task, ref, job, nullptr);
-    request["op"] = "compile";
-    request.erase("channel");
-    request.erase("timing");
-    // Half the candidate's time at most: a compile ahead that takes longer only adds to the job's.
-    request["timeout_s"] = options.timeout_s / 2;
-    const exec::Reply reply = slots[slot]->call(request, options.timeout_s / 2 + kBackstopS);
-    if (reply.kind != exec::Reply::Kind::ok || reply.body.value("ok", Json()) != Json(true)) {
-      phases["ahead.skipped"] = 1;
-      return;
-    }
-    // Numbers only: the answer comes from a process the candidate ran in.
-    const auto number = [](const char* key, const Json& in) {
-      const Json value = in.is_object() ? in.value(key, Json()) : Json();
-      return value.is_number() ? value.get<double>() : 0.0;
-    };
-    const Json worker = reply.body.value("phases_ms", Json::object());
-    for (const char* step : {"startup", "compile"}) phases[std::string("ahead.") + step] = number(step, worker);
-    phases["ahead.kernels"] = number("compiled", reply.body);
-    phases["ahead.files"] = number("files", reply.body);
-    const Json context = reply.body.value("context", Json());  // made one, or not; unknown: -1
-    phases["ahead.context"] = context.is_boolean() ? (context.get<bool>() ? 1 : 0) : -1;
-    phases["ahead.skipped"] = reply.body.value("skipped", Json()).is_null() ? 0 : 1;
   }
 
   // The verdict's phases_ms: the worker's (judge put them there), the engine's, the comparer's and
@@ -1115,7 +1048,6 @@ Json Engine::info() const {
           {"static_check", o.static_check},
           {"timing", o.timing && impl_->device == "cuda"},
           {"lazy_reference_timing", o.lazy_reference_timing},
-          {"compile_ahead", o.compile_ahead && impl_->device == "cuda"},
           {"reference_timings", impl_->reference_timings()},  // tasks whose references were timed (or are)
           {"timeout_s", o.timeout_s},
           {"memory_gb", o.memory_gb},

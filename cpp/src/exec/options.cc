@@ -43,7 +43,6 @@ Result<EngineOptions> engine_options_from_json(const Json& json) {
   r.read("device_memory_gb", o.device_memory_gb);
   r.read("unsafe_sandbox", o.unsafe_sandbox).read("timer_gather_s", o.timer_gather_s);
   r.read("lazy_reference_timing", o.lazy_reference_timing).read("fork_comparers", o.fork_comparers);
-  r.read("compile_ahead", o.compile_ahead);
   if (auto e = r.done()) return *e;
   if (auto error = engine_options_error(o)) return Error{"engine options: " + *error};
   return o;
@@ -68,8 +67,7 @@ Json to_json(const EngineOptions& o) {
           {"unsafe_sandbox", o.unsafe_sandbox},
           {"timer_gather_s", o.timer_gather_s},
           {"lazy_reference_timing", o.lazy_reference_timing},
-          {"fork_comparers", o.fork_comparers},
-          {"compile_ahead", o.compile_ahead}};
+          {"fork_comparers", o.fork_comparers}};
 }
 
 }  // namespace tritium

@@ -152,10 +152,6 @@ void add_engine_flags(CLI::App* app, EngineFlags& f) {
   app->add_flag("--lazy-reference-timing", f.engine.lazy_reference_timing,
                 "Time a task's eager and torch.compile references only once one of its candidates is correct "
                 "(RL batches, where most tasks get none); by default they are timed beside the checks");
-  app->add_flag("--compile-ahead", f.engine.compile_ahead,
-                "On a GPU, compile a large job's Triton kernels from meta tensors before its device memory is "
-                "reserved, instead of at its first call inside the job, and a large reference timing's "
-                "torch.compile on fake tensors before its own (not yet measured on a GPU)");
   app->add_flag("--keep-files", f.engine.keep_files, "Keep the work directory's files (debugging)");
   app->add_flag("--unsafe-sandbox", f.engine.unsafe_sandbox,
                 "Run candidates even where the sandbox cannot be established; every verdict is marked unsafe");

@@ -97,21 +97,6 @@ def _sandbox_probe(request: dict) -> dict:
     return {"ok": True, "sandbox": request.get("sandbox_report")}
 
 
-def _keep_compiled(request: dict, answer: dict) -> None:
-    """A compile request's kernels go to the same job's evaluating worker (compile_ahead.py), which
-    this runner forks next; any other request ends what a compile left."""
-    from . import sandbox
-
-    if request.get("op") == "compile":
-        from .compile_ahead import decoded
-
-        files = decoded(answer.pop("files", None), protected=sandbox.triton_seed)
-        answer["files"] = len(files)
-        sandbox.job_seed = (str(request.get("dir", "")), files)
-    else:
-        sandbox.job_seed = ("", {})
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m tritium.runner")
     parser.add_argument("--channel-fd", type=int, required=True)
@@ -141,13 +126,12 @@ def main() -> int:
         import triton.language  # noqa: F401 - imported once here, not in every forked worker
 
         from .candidate import evaluate, warm_up
-        from .compile_ahead import compile_kernels
         from .triton_driver import DriverSeed
 
         if device.startswith("cuda"):  # built beside the warm-up; no request waits for it
             seed = DriverSeed()
         warm_up()
-        handlers = {"evaluate": evaluate, "compile": compile_kernels}
+        handlers = {"evaluate": evaluate}
     elif args.role == "comparer":
         from .compare import compare
         from .reference import warm_up
@@ -156,7 +140,7 @@ def main() -> int:
         handlers = {"compare": compare}
     else:
         from .compare import compare
-        from .reference import compile_reference, footprint, reference, time_reference, warm_compile, warm_up
+        from .reference import footprint, reference, time_reference, warm_compile, warm_up
         from .tasks import check_task
         from .trace import trace_task
 
@@ -170,7 +154,6 @@ def main() -> int:
             "compare": compare,
             "footprint": footprint,
             "time_reference": time_reference,
-            "compile_reference": compile_reference,
             "device_info": _device_info,
             "sandbox_probe": _sandbox_probe,
         }
@@ -196,10 +179,9 @@ def main() -> int:
                 from . import sandbox
 
                 sandbox.triton_seed, seed = seed.files(), None
-            if request.get("op") in ("time_reference", "compile_reference"):  # imported once here, not in every worker
+            if request.get("op") == "time_reference":  # imported once here, not in every timing's worker
                 warm_compile()
             answer = run_in_worker(handler, request, request.get("timeout_s"))
-            _keep_compiled(request, answer)
         protocol.write_frame(channel, answer)
         if not healthy:
             break

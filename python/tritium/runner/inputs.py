@@ -97,9 +97,7 @@ def draw(get_inputs, seed: int, distribution: str, device: str = "cpu") -> list:
     if not isinstance(inputs, (list, tuple)):
         raise TypeError(f"get_inputs() returned {type(inputs).__name__}; expected a list of inputs")
     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
-    # None for the task's own draw, which redraws nothing: the meta device has no generator
-    # (compile_ahead.py draws meta inputs for their shapes).
-    generator = None if distribution == "task" else torch.Generator(device=device).manual_seed(seed ^ 0x5EED)
+    generator = torch.Generator(device=device).manual_seed(seed ^ 0x5EED)
     memory = collections.Counter(x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor))
     return [
         redraw(x, distribution, generator, alone=memory[x.untyped_storage().data_ptr()] == 1)

@@ -314,64 +314,6 @@ def _timed_blocks(fns: dict, fresh, device: str, gpu: GpuLock, errors: dict, pha
     return timed
 
 
-def _on_fake(tensors: list, device: str) -> list:
-    """Fake tensors on `device` shaped like `tensors` (meta ones): nothing allocated. Inside a
-    FakeTensorMode."""
-    return [
-        torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=device) if isinstance(t, torch.Tensor) else t
-        for t in tensors
-    ]
-
-
-def _compile_on_fake(model, module, device: str, seed: int) -> None:
-    """Inductor's work for torch.compile(model)'s first call on the timing's inputs, on fake tensors:
-    the forward traced to an aten graph with the parameters and buffers as its inputs (as Dynamo
-    lifts them), then lowered and its kernels compiled into the caches of every trusted process."""
-    from torch._inductor.compile_fx import compile_fx
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    drawn = trial_inputs.fresh_source(module, seed, "fresh", "meta")(-100)  # the timing's first call's
-    with FakeTensorMode(allow_non_fake_inputs=True) as mode, torch.no_grad():
-        state = {
-            name: mode.from_tensor(t).to(device) for name, t in (*model.named_parameters(), *model.named_buffers())
-        }
-        values = _on_fake(drawn, device)
-        where = [k for k, v in enumerate(values) if isinstance(v, torch.Tensor)]
-
-        def forward(state: dict, *tensors):
-            call = list(values)
-            for k, t in zip(where, tensors):
-                call[k] = t
-            return torch.func.functional_call(model, state, tuple(call))
-
-        tensors = [values[k] for k in where]
-        graph = make_fx(forward)(state, *tensors)
-        compile_fx(graph, [*state.values(), *tensors])
-
-
-def compile_reference(request: dict) -> dict:
-    """torch.compile's host work for the task's timing, done before the engine admits the timing
-    (time_reference) with its device memory: on fake tensors, which hold none. The timing's own
-    torch.compile then finds the kernels in Inductor's and Triton's caches, which every trusted
-    process shares (on a CPU with Inductor's C++ kernels, a first call of 14.2 s took 2.6-3.0 s
-    after it, 2.05 s after a real compile: reference_compile_bench.py). A graph that does not trace
-    on fake tensors answers its error; its compile is then left to the timing."""
-    filename, device, seed, context, gpu = _start(request)
-    phases = dict(context)
-    try:
-        module, model, _ = _build(request, filename, seed)
-    except TaskFailure as failure:
-        return _failed(failure)
-    error, began = None, time.perf_counter()
-    try:
-        _compile_on_fake(model.eval(), module, device, seed)
-    except Exception as exc:  # noqa: BLE001 - the timing compiles it then, as it would have
-        error = f"{type(exc).__name__}: {str(exc)[:300]}"
-    add_since(phases, "compile", began)
-    return {"ok": True, "error": error, "phases_ms": phases}
-
-
 def _time_references(model, module, device: str, gpu: GpuLock, seed: int) -> dict:
     """Eager and torch.compile timings on fresh draws of the task's inputs (as the candidate's)."""
     fresh = trial_inputs.fresh_source(module, seed, "fresh", device)

@@ -284,9 +284,6 @@ def _mapped_bytes() -> int:
 # Triton's cache files that every candidate's private cache starts with (its driver module, built
 # once by the runner: triton_driver.py); set by the runner before it forks workers.
 triton_seed: dict[str, bytes] = {}
-# The candidate's own kernels, compiled ahead for its job directory (compile_ahead.py): the runner
-# sets (directory, files) after the job's compile request, for the job's evaluating worker.
-job_seed: tuple[str, dict[str, bytes]] = ("", {})
 
 
 def _private_dir(directory: str) -> None:
@@ -299,11 +296,9 @@ def _private_dir(directory: str) -> None:
     cache = os.path.join(scratch, "triton")
     os.makedirs(cache, exist_ok=True)
     try:
-        if job_seed[0] == directory:
-            seed_cache(cache, job_seed[1])
-        seed_cache(cache, triton_seed)  # last: the driver module is the runner's own
+        seed_cache(cache, triton_seed)
     except OSError:
-        pass  # Triton compiles its driver module and the kernels itself, as it would without the seed
+        pass  # Triton compiles its driver module itself, as it would without the seed
     os.chdir(directory)
     os.environ.update(HOME=scratch, TMPDIR=scratch, TRITON_CACHE_DIR=cache)
     # The runner chose its temporary directory before the fork (/tmp, read-only in the sandbox's root):

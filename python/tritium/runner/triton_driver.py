@@ -27,20 +27,14 @@ BUILD_TIMEOUT_S = 120.0
 _BUILD = "from triton.backends.nvidia.driver import CudaUtils; CudaUtils()"
 
 
-def cache_paths(directory: str):
-    """The paths of a Triton cache's files, relative to it; links left out."""
+def _cache_files(directory: str) -> dict[str, bytes]:
+    files = {}
     for root, _, names in os.walk(directory):
         for name in names:
             path = os.path.join(root, name)
             if not os.path.islink(path):
-                yield os.path.relpath(path, directory)
-
-
-def _cache_files(directory: str) -> dict[str, bytes]:
-    files = {}
-    for relative in cache_paths(directory):
-        with open(os.path.join(directory, relative), "rb") as f:
-            files[relative] = f.read()
+                with open(path, "rb") as f:
+                    files[os.path.relpath(path, directory)] = f.read()
     return files
 
 
