@@ -45,8 +45,8 @@ def _since_start_ms() -> float | None:
 
 def _hello(device: str, startup_ms: dict) -> dict:
     """The runner's versions and devices, and where its start went (`startup_ms`: the interpreter's
-    start, the role's imports and warm-up, the device count): a fresh GPU machine's first runner
-    took 8.7 s to say hello after the same modules had been imported once (H100, 2026-12-06)."""
+    start, its imports before the hello, the device count; the role's modules come after it, in
+    _set_up)."""
     import torch
 
     try:
@@ -97,6 +97,47 @@ def _sandbox_probe(request: dict) -> dict:
     return {"ok": True, "sandbox": request.get("sandbox_report")}
 
 
+# What a reference runner serves before its role's set-up: an engine's creation asks its first
+# runner only these, and waits for their answers.
+LIGHT_OPS = {"device_info": _device_info, "sandbox_probe": _sandbox_probe}
+
+
+def _set_up(role: str, warm_compile: bool) -> dict:
+    """The role's handlers, its modules imported and warmed up once here, not in every forked worker.
+    Done at the first request that needs them, after the hello: an engine's creation waits for its
+    first runner's hello, which these imports held back (6.2 s of a 9.5-s creation, H100 2026-12-07)."""
+    if role == "candidate":
+        import triton.language  # noqa: F401
+
+        from .candidate import evaluate, warm_up
+
+        warm_up()
+        return {"evaluate": evaluate}
+    if role == "comparer":
+        from .compare import compare
+        from .reference import warm_up
+
+        warm_up()
+        return {"compare": compare}
+    from . import reference
+    from .compare import compare
+    from .tasks import check_task
+    from .trace import trace_task
+
+    reference.warm_up()
+    if warm_compile:
+        reference.warm_compile()
+    return {
+        "check_task": check_task,
+        "trace_task": trace_task,
+        "reference": reference.reference,
+        "compare": compare,
+        "footprint": reference.footprint,
+        "time_reference": reference.time_reference,
+        **LIGHT_OPS,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m tritium.runner")
     parser.add_argument("--channel-fd", type=int, required=True)
@@ -105,7 +146,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads per worker (0: torch's default)")
     parser.add_argument("--parent-pid", type=int, default=0, help="the engine's pid: gone already, the runner exits")
     parser.add_argument(
-        "--warm-compile", action="store_true", help="reference: import Inductor before the first request"
+        "--warm-compile", action="store_true", help="reference: import Inductor with the role's modules"
     )
     startup_ms = {"interpreter": _since_start_ms()}
     began = time.perf_counter()
@@ -122,54 +163,29 @@ def main() -> int:
 
         torch.set_num_threads(args.threads)
     seed = None
-    if args.role == "candidate":
-        import triton.language  # noqa: F401 - imported once here, not in every forked worker
-
-        from .candidate import evaluate, warm_up
+    if args.role == "candidate" and device.startswith("cuda"):  # built beside the role's set-up
         from .triton_driver import DriverSeed
 
-        if device.startswith("cuda"):  # built beside the warm-up; no request waits for it
-            seed = DriverSeed()
-        warm_up()
-        handlers = {"evaluate": evaluate}
-    elif args.role == "comparer":
-        from .compare import compare
-        from .reference import warm_up
+        seed = DriverSeed()
+    import torch  # noqa: F401 - the hello's, counted with the runner's own imports
 
-        warm_up()
-        handlers = {"compare": compare}
-    else:
-        from .compare import compare
-        from .reference import footprint, reference, time_reference, warm_compile, warm_up
-        from .tasks import check_task
-        from .trace import trace_task
-
-        warm_up()
-        if args.warm_compile:
-            warm_compile()
-        handlers = {
-            "check_task": check_task,
-            "trace_task": trace_task,
-            "reference": reference,
-            "compare": compare,
-            "footprint": footprint,
-            "time_reference": time_reference,
-            "device_info": _device_info,
-            "sandbox_probe": _sandbox_probe,
-        }
     startup_ms["imports"] = (time.perf_counter() - began) * 1000
     hello = _hello(device, startup_ms)
     protocol.write_frame(channel, hello)
     if not hello["ok"]:
         return 1
+    handlers = None
     while (request := protocol.read_frame(channel)) is not None:
-        handler = handlers.get(request.get("op"))
+        op = request.get("op")
+        if handlers is None and not (args.role == "reference" and op in LIGHT_OPS):
+            handlers = _set_up(args.role, args.warm_compile)
+        handler = (handlers if handlers is not None else LIGHT_OPS).get(op)
         healthy = True
         if handler is None:
             answer = {
                 "ok": False,
                 "stage": "runner",
-                "error": f"op {request.get('op')!r} is not served by a {args.role} runner",
+                "error": f"op {op!r} is not served by a {args.role} runner",
             }
         elif args.role == "comparer":
             answer, healthy = serve_in_process(handler, request)
@@ -179,7 +195,9 @@ def main() -> int:
                 from . import sandbox
 
                 sandbox.triton_seed, seed = seed.files(), None
-            if request.get("op") == "time_reference":  # imported once here, not in every timing's worker
+            if op == "time_reference":  # imported once here, not in every timing's worker
+                from .reference import warm_compile
+
                 warm_compile()
             answer = run_in_worker(handler, request, request.get("timeout_s"))
         protocol.write_frame(channel, answer)
