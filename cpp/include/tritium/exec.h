@@ -30,6 +30,8 @@ struct RunnerOptions {
                                    // "comparer" compares one slot's outputs, in process
   int threads = 0;                 // torch CPU threads per worker (0: torch's default)
   bool warm_compile = false;       // a reference runner imports Inductor before its first request
+  bool light_first = false;        // a reference runner answers device_info and sandbox_probe before it
+                                   // imports its role's modules (an engine's first: its creation waits)
 };
 
 /// The environment runners get: a short allowlist of the caller's (PATH, locale, CUDA and Triton

@@ -841,7 +841,9 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   took("work_dir");
 
   RunnerOptions trusted{options.python, options.device, options.timeout_s, 0, "reference", 0};
-  impl->trusted.push_back(std::make_unique<exec::Runner>(trusted));
+  auto first = trusted;
+  first.light_first = true;  // creation asks it only light things; its role's imports come after
+  impl->trusted.push_back(std::make_unique<exec::Runner>(first));
   if (auto error = impl->trusted[0]->ensure_started()) return machine(*error);
   impl->hello = impl->trusted[0]->hello();
   took("first_runner");

@@ -107,6 +107,7 @@ std::optional<Error> Runner::spawn() {
                           child_end,
                           log_path_};
   if (options_.warm_compile) spec.argv.push_back("--warm-compile");
+  if (options_.light_first) spec.argv.push_back("--light-first");
   auto child = process::spawn(spec);
   close(child_end);
   if (!child) {

@@ -97,15 +97,16 @@ def _sandbox_probe(request: dict) -> dict:
     return {"ok": True, "sandbox": request.get("sandbox_report")}
 
 
-# What a reference runner serves before its role's set-up: an engine's creation asks its first
-# runner only these, and waits for their answers.
+# What a reference runner started with --light-first serves before its role's set-up: an engine's
+# creation asks its first runner only these, and waits for their answers.
 LIGHT_OPS = {"device_info": _device_info, "sandbox_probe": _sandbox_probe}
 
 
 def _set_up(role: str, warm_compile: bool) -> dict:
     """The role's handlers, its modules imported and warmed up once here, not in every forked worker.
-    Done at the first request that needs them, after the hello: an engine's creation waits for its
-    first runner's hello, which these imports held back (6.2 s of a 9.5-s creation, H100 2026-12-07)."""
+    Done after the hello; with --light-first, after the light requests (LIGHT_OPS) that an engine's
+    creation makes: it waited for its first runner's hello, which these imports held back (6.2 s of
+    a 9.5-s creation, H100 2026-12-07)."""
     if role == "candidate":
         import triton.language  # noqa: F401
 
@@ -148,6 +149,11 @@ def main() -> int:
     parser.add_argument(
         "--warm-compile", action="store_true", help="reference: import Inductor with the role's modules"
     )
+    parser.add_argument(
+        "--light-first",
+        action="store_true",
+        help="reference: answer device_info and sandbox_probe before importing the role's modules",
+    )
     startup_ms = {"interpreter": _since_start_ms()}
     began = time.perf_counter()
     args = parser.parse_args()
@@ -174,10 +180,11 @@ def main() -> int:
     protocol.write_frame(channel, hello)
     if not hello["ok"]:
         return 1
-    handlers = None
+    light_first = args.light_first and args.role == "reference"
+    handlers = None if light_first else _set_up(args.role, args.warm_compile)
     while (request := protocol.read_frame(channel)) is not None:
         op = request.get("op")
-        if handlers is None and not (args.role == "reference" and op in LIGHT_OPS):
+        if handlers is None and op not in LIGHT_OPS:
             handlers = _set_up(args.role, args.warm_compile)
         handler = (handlers if handlers is not None else LIGHT_OPS).get(op)
         healthy = True
@@ -203,6 +210,8 @@ def main() -> int:
         protocol.write_frame(channel, answer)
         if not healthy:
             break
+        if handlers is None and op == "sandbox_probe":  # an engine's creation asks nothing after it
+            handlers = _set_up(args.role, args.warm_compile)
     return 0
 
 
