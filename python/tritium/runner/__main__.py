@@ -45,8 +45,8 @@ def _since_start_ms() -> float | None:
 
 def _hello(device: str, startup_ms: dict) -> dict:
     """The runner's versions and devices, and where its start went (`startup_ms`: the interpreter's
-    start, its imports before the hello, the device count; the role's modules come after it, in
-    _set_up)."""
+    start, its imports before the hello, the role's set-up among them unless --light-first, the device
+    count)."""
     import torch
 
     try:
@@ -104,9 +104,9 @@ LIGHT_OPS = {"device_info": _device_info, "sandbox_probe": _sandbox_probe}
 
 def _set_up(role: str, warm_compile: bool) -> dict:
     """The role's handlers, its modules imported and warmed up once here, not in every forked worker.
-    Done after the hello; with --light-first, after the light requests (LIGHT_OPS) that an engine's
-    creation makes: it waited for its first runner's hello, which these imports held back (6.2 s of
-    a 9.5-s creation, H100 2026-12-07)."""
+    Done before the hello; with --light-first, after it and the light requests (LIGHT_OPS) that an
+    engine's creation makes: it waited for its first runner's hello, which these imports held back
+    (6.2 s of a 9.5-s creation, H100 2026-12-07)."""
     if role == "candidate":
         import triton.language  # noqa: F401
 
@@ -175,13 +175,13 @@ def main() -> int:
         seed = DriverSeed()
     import torch  # noqa: F401 - the hello's, counted with the runner's own imports
 
+    light_first = args.light_first and args.role == "reference"
+    handlers = None if light_first else _set_up(args.role, args.warm_compile)
     startup_ms["imports"] = (time.perf_counter() - began) * 1000
     hello = _hello(device, startup_ms)
     protocol.write_frame(channel, hello)
     if not hello["ok"]:
         return 1
-    light_first = args.light_first and args.role == "reference"
-    handlers = None if light_first else _set_up(args.role, args.warm_compile)
     while (request := protocol.read_frame(channel)) is not None:
         op = request.get("op")
         if handlers is None and op not in LIGHT_OPS:
