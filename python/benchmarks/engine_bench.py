@@ -56,6 +56,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from unittest import mock
 
 import tritium
 
@@ -895,17 +896,9 @@ def _cold_compile_caches():
     comparison compiles its references as the first on a machine does (they default to paths in
     /tmp and ~ that the engines before it would have filled). Candidates' caches are their own."""
     names = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
-    saved = {name: os.environ.get(name) for name in names}
     with tempfile.TemporaryDirectory(prefix="tritium-bench-caches-") as caches:
-        os.environ.update({name: os.path.join(caches, name.lower()) for name in names})
-        try:
+        with mock.patch.dict(os.environ, {name: os.path.join(caches, name.lower()) for name in names}):
             yield
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
 
 
 def _scale_engine(batch: list[dict], options: dict) -> dict:

@@ -161,20 +161,18 @@ def main() -> int:
     device = _resolve_device(args.device)
     channel = socket.socket(fileno=args.channel_fd)
 
+    import torch  # the hello's, counted with the runner's own imports
+
     from . import protocol
     from .worker import run_in_worker, serve_in_process
 
     if args.threads > 0:
-        import torch
-
         torch.set_num_threads(args.threads)
     seed = None
     if args.role == "candidate" and device.startswith("cuda"):  # built beside the role's set-up
         from .triton_driver import DriverSeed
 
         seed = DriverSeed()
-    import torch  # noqa: F401 - the hello's, counted with the runner's own imports
-
     light_first = args.light_first and args.role == "reference"
     handlers = None if light_first else _set_up(args.role, args.warm_compile)
     startup_ms["imports"] = (time.perf_counter() - began) * 1000
