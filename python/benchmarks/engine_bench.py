@@ -802,10 +802,11 @@ def lock_timeline(verdicts: list[dict], start_ms: float) -> dict:
                 who = f"{side or 'worker.'}{v['candidate_id']}"
                 key = (side, phases[side + "gpu.hold_ms"]) if side.startswith("reference") else (side, who)
                 shares.setdefault(key, (phases[side + "gpu.hold_max_ms"], who))
-    windows = _context_windows(verdicts, start_ms)
-    beside = {}  # worker hold (candidate id) -> CUDA contexts made while it held the GPU exclusively
+    windows = _context_windows(verdicts, start_ms, "context")
+    ends = _context_windows(verdicts, start_ms, "teardown")
+    beside = {}  # worker hold (candidate id) -> CUDA contexts made or ended while it held the GPU exclusively
     for (prefix, who), h in holds.items():
-        h["contexts"] = sum(1 for at, end in windows if at < h["released_at"] and end > h["held_at"])
+        h["contexts"] = sum(1 for at, end in windows + ends if at < h["released_at"] and end > h["held_at"])
         if prefix == "gpu." and h["contexts"]:
             beside[who] = h["contexts"]
     ordered = sorted(holds.values(), key=lambda h: h["queued_at"])
@@ -826,20 +827,30 @@ def lock_timeline(verdicts: list[dict], start_ms: float) -> dict:
         "gate_closed_s": sum(r["last_released"] - r["first_queued"] for r in rounds) / 1000,
         "longest_shares": [{"ms": ms, "who": who} for ms, who in sorted(shares.values(), reverse=True)[:8]],
         "contexts": len(windows),
+        "context_ends": len(ends),
+        "context_ends_unshared": len(
+            {
+                (side, p.get(side + "gpu.teardown_at"))
+                for p in (v.get("phases_ms") or {} for v in verdicts)
+                for side in SIDES
+                if p.get(side + "teardown_unshared")
+            }
+        ),
         "holds_beside_contexts": sum(1 for h in ordered if h["contexts"]),
         "contexts_during_hold": beside,
     }
 
 
-def _context_windows(verdicts: list[dict], start_ms: float) -> list[tuple[float, float]]:
-    """When each process made its CUDA context (`gpu.context_at` to `gpu.context_end_at`, under a
-    share of the GPU lock since 2026-12-05), every process counted once (a task's reference phases
-    are in each of its verdicts)."""
+def _context_windows(verdicts: list[dict], start_ms: float, what: str) -> list[tuple[float, float]]:
+    """When each process made its CUDA context (`what` "context": `gpu.context_at` to
+    `gpu.context_end_at`, under a share of the GPU lock since 2026-12-05) or ended it ("teardown",
+    under a share since 2026-12-07), every process counted once (a task's reference phases are in
+    each of its verdicts)."""
     seen = set()
     for v in verdicts:
         phases = v.get("phases_ms") or {}
         for side in SIDES:
-            at, end = phases.get(side + "gpu.context_at"), phases.get(side + "gpu.context_end_at")
+            at, end = phases.get(f"{side}gpu.{what}_at"), phases.get(f"{side}gpu.{what}_end_at")
             if at is not None and end is not None:
                 seen.add((at - start_ms, end - start_ms))
     return sorted(seen)
@@ -884,8 +895,9 @@ def _print_timeline(t: dict) -> None:
     )
     print("  longest shares: " + ", ".join(f"{s['who']} {s['ms'] / 1000:.2f} s" for s in t["longest_shares"]))
     print(
-        f"  CUDA contexts made: {t['contexts']}; exclusive holds during which one was "
-        f"being made: {t['holds_beside_contexts']} of {t['timers']}",
+        f"  CUDA contexts made: {t['contexts']}, ended before exit: {t['context_ends']} "
+        f"({t['context_ends_unshared']} without a share); exclusive holds during which one was "
+        f"being made or ended: {t['holds_beside_contexts']} of {t['timers']}",
         flush=True,
     )
 

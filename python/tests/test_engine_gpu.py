@@ -46,6 +46,9 @@ def test_example_solutions_are_correct_and_timed(engine):
         assert v["runtime_ms"] > 0 and v["ref_eager_ms"] > 0 and v["speedup_eager"] > 0
         assert v["runtime_stats"]["n"] >= 20 and 0 < v["coverage"] <= 1
         assert "triton_driver" in v["phases_ms"]  # made before the share (runner/triton_driver.py)
+        for side in ("", "reference.", "reference_timing."):  # each ended its context under a share
+            assert v["phases_ms"][side + "teardown"] >= 0, (side, v["phases_ms"])
+            assert not {side + "teardown_unshared", side + "teardown_cuda_error"} & set(v["phases_ms"])
         assert v["device"] == "cuda"
         assert v["sandbox"]["root"] == "private" and v["sandbox"]["seccomp"] == "on", v["sandbox"]
 

@@ -398,7 +398,7 @@ def test_a_cuda_context_is_made_under_a_share_of_the_lock(lock_path, monkeypatch
 
     import torch
 
-    from tritium.runner import tasks
+    from tritium.runner import tasks, worker
 
     probe = open(lock_path)  # noqa: SIM115 - another process's view of the lock, closed below
     during = []
@@ -412,10 +412,34 @@ def test_a_cuda_context_is_made_under_a_share_of_the_lock(lock_path, monkeypatch
         fcntl.flock(probe, fcntl.LOCK_UN)
         during.append(False)
 
+    monkeypatch.setattr(worker, "_before_exit", [])  # the context's end, registered below: not this process's
     monkeypatch.setattr(torch.cuda, "set_device", exclusive_refused)
     monkeypatch.setattr(torch, "empty", exclusive_refused)
     window = tasks.make_context("cuda:0", GpuLock(lock_path))
     assert during == [True, True]
     assert window["gpu.context_at"] <= window["gpu.context_end_at"]
+    assert len(worker._before_exit) == 1  # the worker ends its context under a share before it exits
     fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # let go once made
     probe.close()
+
+
+def test_a_processs_last_share_waits_at_most_its_time_then_goes_on_without(lock_path):
+    """A worker ending its context takes a share, so no timer's exclusive hold sees it; behind a
+    timer that holds on, it waits at most the seconds it was given, and nothing is synchronized
+    when it lets go (the context that would run it is gone)."""
+    holder = CTX.Process(target=_hold, args=(lock_path, "exclusive", 3.0, CTX.Queue(), "timer"))
+    holder.start()
+    time.sleep(0.5)
+    synced = []
+    gpu = GpuLock(lock_path, sync=lambda: synced.append(1))
+    began = time.monotonic()
+    with gpu.last_share(0.6) as shared:
+        waited = time.monotonic() - began
+    holder.join(10)
+    assert shared is False and 0.25 < waited < 1.5
+    with gpu.last_share(5.0) as shared:  # the timer gone: held at once
+        probe = open(lock_path)  # noqa: SIM115 - closed below
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        probe.close()
+    assert shared is True and synced == []

@@ -59,6 +59,20 @@ def test_contexts_made_during_an_exclusive_hold_are_counted_per_hold():
     assert t["contexts_during_hold"] == {"a": 1}
 
 
+def test_contexts_ended_during_an_exclusive_hold_are_counted_too():
+    """A worker that ended its context (before exiting) while candidate b timed (held 3.5-4.0 in
+    _verdicts) shows beside b's hold; one ended without a share is counted as such, a task's reference
+    once (its phases are in each of its verdicts)."""
+    verdicts = _verdicts(0.0)
+    verdicts[0]["phases_ms"].update({"gpu.teardown_at": 10.6, "gpu.teardown_end_at": 10.7, "teardown_unshared": 1})
+    for v in verdicts:
+        v["phases_ms"].update({"reference.gpu.teardown_at": 0.1, "reference.gpu.teardown_end_at": 0.2})
+        v["phases_ms"]["reference.teardown_unshared"] = 1
+    t = engine_bench.lock_timeline(verdicts, 0.0)
+    assert t["context_ends"] == 2 and t["context_ends_unshared"] == 2
+    assert t["contexts_during_hold"] == {"b": 1}
+
+
 def test_a_disagreement_says_how_many_contexts_were_made_during_its_hold():
     item = {
         "id": "a",

@@ -105,6 +105,36 @@ def test_the_worker_answers_and_captures_output():
     assert "hello from the worker" in result["output_tail"]
 
 
+def test_a_workers_last_work_runs_after_its_request_within_its_time_and_reports_its_phases():
+    """What a worker registers with before_exit (ending its CUDA context, on a GPU) runs once the
+    handler has answered, in the worker, with the time left less a margin; what it returns joins
+    the answer's phases. One that raises leaves the answer standing, and says so."""
+    from tritium.runner import worker
+
+    def handler(request):
+        worker.before_exit(lambda seconds: {"last_pid": os.getpid(), "budget_s": seconds})
+        worker.before_exit(lambda seconds: 1 / 0)
+        return {"ok": True, "pid": os.getpid(), "phases_ms": {"load": 1.0}}
+
+    result = run_in_worker(handler, {}, timeout_s=20.0)
+    phases = result["phases_ms"]
+    assert result["ok"] and phases["load"] == 1.0
+    assert phases["last_pid"] == result["pid"] != os.getpid()
+    assert 15.0 < phases["budget_s"] <= 20.0 - worker._ANSWER_MARGIN_S
+    assert phases["before_exit_failed"] == 1 and "ZeroDivisionError" in result["output_tail"]
+    assert worker._before_exit == []  # nothing was registered in the caller
+
+
+def test_a_reference_timings_last_work_reports_into_its_timing_phases():
+    from tritium.runner import worker
+
+    def handler(request):
+        worker.before_exit(lambda seconds: {"teardown": 2.0})
+        return {"ok": True, "timing": {"phases_ms": {}}}
+
+    assert run_in_worker(handler, {})["timing"]["phases_ms"] == {"teardown": 2.0}
+
+
 def test_a_worker_that_dies_is_reported_and_the_caller_survives():
     result = run_in_worker(lambda request: os._exit(9), {})
     assert result["stage"] == "crash"

@@ -190,6 +190,17 @@ class GpuLock:
             self.let_go()
             self.in_scope = False
 
+    @contextlib.contextmanager
+    def last_share(self, seconds: float):
+        """A share for this process's last work on the GPU (ending its CUDA context), waited for at
+        most `seconds` in all, then the work goes on without one; yields whether it is held. Nothing
+        is synchronized before it is let go: the context it would run in is gone."""
+        self.gate_wait_s = min(self.gate_wait_s, seconds / 2)
+        self.wait_s = min(self.wait_s, seconds / 2)
+        self._sync = None
+        with self.shared():
+            yield self.lock is None or self.sharing
+
     def let_go(self) -> None:
         """Drops this process's share (after its queued GPU work), e.g. for CPU-only work such as
         compiling a kernel or setting up the profiler, so a waiting timer need not wait it out."""

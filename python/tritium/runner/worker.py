@@ -27,6 +27,9 @@ _REAP_GRACE_S = 0.5  # after the worker exits, how long its pipes may still deli
 _STACKS_BEFORE_S = 3.0  # a worker's stacks are written this long before its timeout
 _stacks_armed = False  # in this process (a forked worker starts with the runner's False)
 _TEARDOWN_WAIT_S = 10.0  # how long a killed group (a fork bomb: a thousand processes) may take to go
+_ANSWER_MARGIN_S = 2.0  # of a worker's time limit, kept for its answer after its before-exit work
+_LAST_WORK_UNTIMED_S = 30.0  # what a worker without a time limit gives its last work
+_before_exit = []  # in a worker: what to do once its request is served (before_exit)
 
 
 def _describe_status(status: int) -> str:
@@ -67,6 +70,30 @@ def _close_inherited(keep: int) -> None:
             pass  # the descriptor listdir itself used, gone already
 
 
+def before_exit(fn) -> None:
+    """Has this worker call fn(seconds) once its request is served, before it answers: its last work,
+    such as ending its CUDA context under a share of the GPU lock (tasks.make_context), given at most
+    `seconds`. A dict it returns is added to the answer's phases_ms."""
+    _before_exit.append(fn)
+
+
+def _last_work(result, timeout_s: float | None, forked_at: float) -> None:
+    while _before_exit:
+        fn = _before_exit.pop()
+        left = timeout_s - (time.perf_counter() - forked_at) if timeout_s else _LAST_WORK_UNTIMED_S
+        try:
+            done = fn(max(0.0, left - _ANSWER_MARGIN_S))
+        except BaseException as exc:  # noqa: BLE001 - the request's answer stands; say what failed
+            print(f"tritium: a worker's last work failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            done = {"before_exit_failed": 1}  # phases are numbers
+        # A reference timing's answer carries its phases in its "timing".
+        phases = (
+            result.get("phases_ms", (result.get("timing") or {}).get("phases_ms")) if isinstance(result, dict) else None
+        )
+        if isinstance(done, dict) and isinstance(phases, dict):
+            phases.update(done)
+
+
 def _runner_error(exc: BaseException) -> dict:
     """The answer for a request whose handler raised: the runner's failure, not the task's."""
     return {"ok": False, "stage": "runner", "error": f"runner error: {type(exc).__name__}: {exc}"}
@@ -77,6 +104,7 @@ def _child(handler, request: dict, result_fd: int, output_fd: int, timeout_s: fl
     me = os.getpid()
     try:
         die_with_parent()
+        _before_exit.clear()  # registered in the process that forked this one: not this worker's
         os.setsid()
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
@@ -102,6 +130,7 @@ def _child(handler, request: dict, result_fd: int, output_fd: int, timeout_s: fl
         me = sandbox.answering_pid(me)
         if os.getpid() != me:  # a process the request forked came back here: it must not answer
             os._exit(0)
+        _last_work(result, timeout_s, request["forked_at"])
         data = _encode(result)
         try:
             sys.stdout.flush()
