@@ -434,17 +434,19 @@ struct Engine::Impl {
     return ref;
   }
 
-  // What a reference holds on its device at peak, from the task run on the meta device: a trial's
-  // tensors, their float64 twins for the conditioning check, and the allocator's cached blocks
-  // between them (a 6 GiB elementwise task peaked at 46.5 GiB, 7.75 sets, H200 2026-12-04). A task
-  // whose forward or get_inputs() makes temporaries of its tensors' size needs more (an MSE loss
-  // over 2 x 4 GiB peaked at 49 GiB): out of memory beside other jobs, it runs again alone.
-  // Unknown (a task whose code does not run there): nothing reserved.
+  // What a reference holds on its device at peak, as the task on the meta device tells it
+  // (runner/footprint.py: the float64 check's tensors beside the trial's, the forward's and the
+  // draw's temporaries), plus a tenth for the allocator's rounding and cached blocks and a GiB for
+  // the context. Measured on an H100 (2026-12-07): 6 GiB elementwise tasks peaked at 36.0 GiB
+  // (40.6 reserved so; the rule before, four times a trial's tensors, reserved 49), MSE and hinge
+  // losses at 40.0 and 44.0 (45 so; 33 before). Short of it beside other jobs, a reference runs
+  // again alone. Unknown (a task whose code does not run there): nothing reserved.
   std::uintmax_t reference_memory(const Task& task) {
     const exec::Reply reply = call_trusted(task_request("footprint", task, work), 120);
-    if (reply.kind != exec::Reply::Kind::ok || !reply.body.value("ok", false) || !reply.body["bytes"].is_number())
+    if (reply.kind != exec::Reply::Kind::ok || !reply.body.value("ok", false) || !reply.body["peak_bytes"].is_number())
       return 0;
-    return 4 * reply.body["bytes"].get<std::uintmax_t>() + (device == "cuda" ? std::uintmax_t{1} << 30 : 0);
+    const auto peak = reply.body["peak_bytes"].get<std::uintmax_t>();
+    return peak + peak / 10 + (device == "cuda" ? std::uintmax_t{1} << 30 : 0);
   }
 
   // Computed once per task and engine (again only if trimmed meanwhile); concurrent slots wait for

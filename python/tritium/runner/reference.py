@@ -16,6 +16,7 @@ import time
 
 import torch
 
+from . import footprint as trial_footprint
 from . import inputs as trial_inputs
 from .phases import add_since, phase
 from .tasks import (
@@ -438,7 +439,7 @@ def build(request: dict) -> tuple:
 
 def warm_up() -> None:
     """Imports, in the runner before it forks, what sizing a trial on the meta device
-    (_meta_trial_bytes) would import lazily in every worker: torch._dynamo, over a second."""
+    (footprint.measure) would import lazily in every worker: torch._dynamo, over a second."""
     import torch._dynamo  # noqa: F401
 
 
@@ -470,24 +471,6 @@ def _gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
-def _meta_trial_bytes(module, init_inputs: list, seed: int) -> tuple[int, int, int] | None:
-    """(inputs, outputs, parameters) bytes of one trial, from the task run on the meta device: no
-    memory is allocated. None when the task's code does not run there (data-dependent ops)."""
-
-    def nbytes(tensors) -> int:
-        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
-
-    try:
-        with torch.device("meta"), torch.no_grad():
-            torch.manual_seed(seed)
-            values = list(module.get_inputs())
-            model = module.Model(*init_inputs).eval()
-            outputs = flatten_outputs(model(*values))
-        return nbytes(values), nbytes(outputs), nbytes(model.parameters())
-    except Exception:  # noqa: BLE001 - then the memory is found out by running it
-        return None
-
-
 def _device_bytes(device: str) -> int:
     if device.startswith("cuda"):
         return torch.cuda.get_device_properties(torch.device(device)).total_memory
@@ -497,31 +480,31 @@ def _device_bytes(device: str) -> int:
 def _require_fit(module, init_inputs: list, seed: int, device: str) -> None:
     """A task one trial of which cannot fit the device at all fails with what it needs, before
     anything of that size is allocated (which would end in an out-of-memory kill or error)."""
-    need = _meta_trial_bytes(module, init_inputs, seed)
+    need = trial_footprint.measure(module, init_inputs, seed)
     if need is None:
         return
-    total, have = sum(need), _device_bytes(device)
-    if total > have:
-        inputs, outputs, params = need
+    have = _device_bytes(device)
+    if need.trial > have:
         raise TaskFailure(
             "memory",
-            f"one trial needs {_gib(total)} ({_gib(inputs)} of inputs, "
-            f"{_gib(outputs)} of outputs, {_gib(params)} of parameters) and {device} has {_gib(have)} "
+            f"one trial needs {_gib(need.trial)} ({_gib(need.inputs)} of inputs, "
+            f"{_gib(need.outputs)} of outputs, {_gib(need.params)} of parameters) and {device} has {_gib(have)} "
             "in all; make the task's tensors smaller or evaluate it on a device with more memory",
         )
 
 
 def footprint(request: dict) -> dict:
-    """The bytes of one trial's inputs, outputs and parameters, from the task on the meta device
-    (null when its code does not run there): what the engine reserves device memory by."""
+    """From the task on the meta device (footprint.py; nulls when its code does not run there): the
+    bytes of one trial's inputs, outputs and parameters, and what its reference holds at its peak,
+    by which the engine reserves the reference's device memory."""
     filename = request.get("filename") or request.get("id", "<task>")
     try:
         module = load_module(request["source"], filename)
         init_inputs = list(module.get_init_inputs())
-        need = _meta_trial_bytes(module, init_inputs, int(request.get("seed", 0)))
+        need = trial_footprint.measure(module, init_inputs, int(request.get("seed", 0)))
     except Exception:  # noqa: BLE001 - the reference itself reports what is wrong with the task
         need = None
-    return {"ok": True, "bytes": sum(need) if need else None}
+    return {"ok": True, "bytes": need and need.trial, "peak_bytes": need and need.reference_peak()}
 
 
 def _start(request: dict) -> tuple[str, str, int, dict, GpuLock]:
