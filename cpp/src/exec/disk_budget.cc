@@ -128,20 +128,13 @@ DiskGate::DiskGate(FreeBytes free_bytes, std::function<void()> make_room, std::u
 std::unique_ptr<DiskGate::Pass> DiskGate::enter(std::uintmax_t bytes) {
   std::unique_lock lock(mutex_);
   const std::uint64_t ticket = next_ticket_++;
-  waiting_.emplace(ticket, bytes);
-  bool ahead = false;
+  waiting_.insert(ticket);
   const auto fits = [&] {
-    const auto& [first, first_bytes] = *waiting_.begin();
-    ahead = false;
-    if (in_flight_ == 0) return first == ticket;
-    const std::uintmax_t free = free_bytes_();
-    if (free < reserved_ + bytes + margin_) return false;
-    ahead = first != ticket;
-    return !ahead || free >= ahead_ + bytes + first_bytes + margin_;
+    return *waiting_.begin() == ticket && (in_flight_ == 0 || free_bytes_() >= reserved_ + bytes + margin_);
   };
   bool waited = false;
   while (!fits()) {
-    if (waiting_.begin()->first == ticket) {  // only the first in line frees room for itself
+    if (*waiting_.begin() == ticket) {  // only the first in line frees room for itself
       lock.unlock();
       make_room_();
       lock.lock();
@@ -153,18 +146,16 @@ std::unique_ptr<DiskGate::Pass> DiskGate::enter(std::uintmax_t bytes) {
   if (waited) ++waits_;
   waiting_.erase(ticket);
   reserved_ += bytes;
-  if (ahead) ahead_ += bytes;
   ++in_flight_;
   lock.unlock();
   left_.notify_all();  // the next in line may fit too
-  return std::make_unique<Pass>(*this, bytes, ahead);
+  return std::make_unique<Pass>(*this, bytes);
 }
 
-void DiskGate::leave(std::uintmax_t bytes, bool ahead) {
+void DiskGate::leave(std::uintmax_t bytes) {
   {
     std::lock_guard lock(mutex_);
     reserved_ -= bytes;
-    if (ahead) ahead_ -= bytes;
     --in_flight_;
   }
   left_.notify_all();

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "judge.h"
@@ -73,30 +74,25 @@ class DiskGate {
   // Holds its place in the gate from admission until destroyed.
   class Pass {
    public:
-    Pass(DiskGate& gate, std::uintmax_t bytes, bool ahead) : gate_(gate), bytes_(bytes), ahead_(ahead) {}
+    Pass(DiskGate& gate, std::uintmax_t bytes) : gate_(gate), bytes_(bytes) {}
     Pass(const Pass&) = delete;
     Pass& operator=(const Pass&) = delete;
-    ~Pass() { gate_.leave(bytes_, ahead_); }
+    ~Pass() { gate_.leave(bytes_); }
 
    private:
     DiskGate& gate_;
     std::uintmax_t bytes_;
-    bool ahead_;  // admitted ahead of an older request
   };
 
-  // Waits until `bytes` fit beside the jobs in flight (at once when none is), then admits. The
-  // first in line enters as soon as it fits. A later request enters ahead of it only into room
-  // the first does not need: it fits now, and the first would still fit beside every request let
-  // in ahead so far. So the first in line is never kept waiting by later ones (on the H200 a 6.4
-  // GB elementwise job once waited 151 s while later, smaller jobs and timings went in ahead of
-  // it), and the room beside a large request in flight does not stand empty behind another large
-  // one (on an H100, 2026-12-07, a 6 GiB task's reference of 40.6 GiB waited behind another's
-  // while 30 GiB stood free).
+  // Waits until `bytes` fit beside the jobs in flight (at once when none is) and every request
+  // that came before has entered, then admits. First come, first served: a large request is not
+  // passed over by smaller ones for good (on the H200 a 6.4 GB elementwise job waited 151 s while
+  // later, smaller jobs and timings went in ahead of it).
   std::unique_ptr<Pass> enter(std::uintmax_t bytes);
   std::uintmax_t waits() const { return waits_; }  // admissions that had to wait, for tests
 
  private:
-  void leave(std::uintmax_t bytes, bool ahead);
+  void leave(std::uintmax_t bytes);
 
   FreeBytes free_bytes_;
   std::function<void()> make_room_;
@@ -106,8 +102,7 @@ class DiskGate {
   std::uintmax_t reserved_ = 0;
   int in_flight_ = 0;
   std::uint64_t next_ticket_ = 0;
-  std::map<std::uint64_t, std::uintmax_t> waiting_;  // the requests not admitted yet, oldest first: bytes
-  std::uintmax_t ahead_ = 0;                         // in flight of the requests let in ahead of older ones
+  std::set<std::uint64_t> waiting_;  // tickets of the requests not admitted yet, oldest first
   std::atomic<std::uintmax_t> waits_{0};
 };
 
