@@ -413,6 +413,7 @@ def test_a_cuda_context_is_made_under_a_share_of_the_lock(lock_path, monkeypatch
         during.append(False)
 
     monkeypatch.setattr(worker, "_before_exit", [])  # the context's end, registered below: not this process's
+    monkeypatch.setattr(worker, "_in_worker", True)
     monkeypatch.setattr(torch.cuda, "set_device", exclusive_refused)
     monkeypatch.setattr(torch, "empty", exclusive_refused)
     window = tasks.make_context("cuda:0", GpuLock(lock_path))

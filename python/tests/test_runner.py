@@ -125,6 +125,17 @@ def test_a_workers_last_work_runs_after_its_request_within_its_time_and_reports_
     assert worker._before_exit == []  # nothing was registered in the caller
 
 
+def test_a_process_serving_requests_itself_registers_no_last_work():
+    """A comparer serves its slot's jobs in its own process, making (tasks.make_context) the same
+    context again for each: nothing piles up for an exit that a later job would outlive (each
+    registration would keep the job's GPU lock files open)."""
+    from tritium.runner import worker
+
+    for _ in range(3):
+        worker.before_exit(lambda seconds: {})
+    assert worker._before_exit == []
+
+
 def test_a_reference_timings_last_work_reports_into_its_timing_phases():
     from tritium.runner import worker
 

@@ -30,6 +30,7 @@ _TEARDOWN_WAIT_S = 10.0  # how long a killed group (a fork bomb: a thousand proc
 _ANSWER_MARGIN_S = 2.0  # of a worker's time limit, kept for its answer after its before-exit work
 _LAST_WORK_UNTIMED_S = 30.0  # what a worker without a time limit gives its last work
 _before_exit = []  # in a worker: what to do once its request is served (before_exit)
+_in_worker = False  # this process is a forked worker (a runner serving in process is not)
 
 
 def _describe_status(status: int) -> str:
@@ -73,8 +74,10 @@ def _close_inherited(keep: int) -> None:
 def before_exit(fn) -> None:
     """Has this worker call fn(seconds) once its request is served, before it answers: its last work,
     such as ending its CUDA context under a share of the GPU lock (tasks.make_context), given at most
-    `seconds`. A dict it returns is added to the answer's phases_ms."""
-    _before_exit.append(fn)
+    `seconds`. A dict it returns is added to the answer's phases_ms. Nothing in a process that is
+    not a forked worker (a comparer serving its slot's jobs itself keeps its context for the next)."""
+    if _in_worker:
+        _before_exit.append(fn)
 
 
 def _last_work(result, timeout_s: float | None, forked_at: float) -> None:
@@ -101,9 +104,11 @@ def _runner_error(exc: BaseException) -> dict:
 
 def _child(handler, request: dict, result_fd: int, output_fd: int, timeout_s: float | None) -> None:
     """Runs in the forked process; never returns."""
+    global _in_worker
     me = os.getpid()
     try:
         die_with_parent()
+        _in_worker = True
         _before_exit.clear()  # registered in the process that forked this one: not this worker's
         os.setsid()
         os.dup2(output_fd, 1)
