@@ -99,12 +99,13 @@ def measure(module, init_inputs: list, seed: int) -> Footprint | None:
             with LiveBytes(known) as forward:
                 outputs = flatten_outputs(model(*values))
             floating = [v.numel() for v in values if isinstance(v, torch.Tensor) and v.is_floating_point()]
+            in_bytes, out_bytes = _nbytes(values), _nbytes(outputs)
             return Footprint(
-                inputs=_nbytes(values),
-                outputs=_nbytes(outputs),
+                inputs=in_bytes,
+                outputs=out_bytes,
                 params=_nbytes(model.parameters()),
-                draw_peak=max(draw.peak, _nbytes(values)),
-                forward_peak=max(forward.peak, _nbytes(outputs)),
+                draw_peak=max(draw.peak, in_bytes),
+                forward_peak=max(forward.peak, out_bytes),
                 largest_input_elements=max(floating, default=0),
             )
     except Exception:  # noqa: BLE001 - then the memory is found out by running it
