@@ -913,10 +913,26 @@ def _cold_compile_caches():
             yield
 
 
+@contextlib.contextmanager
+def _zygote_setting(setting: str):
+    saved = os.environ.get("TRITIUM_ZYGOTE")
+    os.environ["TRITIUM_ZYGOTE"] = "0" if setting == "off" else "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TRITIUM_ZYGOTE", None)
+        else:
+            os.environ["TRITIUM_ZYGOTE"] = saved
+
+
 def _scale_engine(batch: list[dict], options: dict) -> dict:
     """One engine over the batch, with the disk, GPU memory and host sampled, its trusted processes'
-    compile caches cold: its figures."""
+    compile caches cold: its figures. `options` are the engine's, but "zygote" ("on", "off": its
+    runners forked from one warm process, or each started on its own: TRITIUM_ZYGOTE)."""
+    engine_options = {k: v for k, v in options.items() if k != "zygote"}
     with (
+        _zygote_setting(options.get("zygote", "on")),
         _cold_compile_caches(),
         Peak(_disk_used) as disk,
         Peak(_gpu_memory_mib) as gpu,
@@ -924,7 +940,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         GpuBusy() as kernels,
     ):
         start_ms, start = time.time() * 1000, time.perf_counter()
-        engine = tritium.Engine(**options)
+        engine = tritium.Engine(**engine_options)
         created_s = time.perf_counter() - start
         verdicts = engine.evaluate([{"id": e["id"], "task": e["task"], "code": e["code"]} for e in batch])
         engine_s = time.perf_counter() - start
@@ -987,7 +1003,7 @@ def scale(args) -> dict:
     batch = [e for e in scale_batch(small=args.small) if picked(e, args.only)]
     batch = batch[: args.limit or None]
     device = args.device
-    options = {"device": device, "timing": not args.untimed}
+    options = {"device": device, "timing": not args.untimed, "zygote": args.zygote[0]}
     if args.jobs != [0]:
         options["jobs"] = args.jobs[0]
     free_at_start = shutil.disk_usage(tempfile.gettempdir()).free
@@ -998,12 +1014,13 @@ def scale(args) -> dict:
     )
     warmed_s = _warm_file_cache(device)
     print(f"file cache warmed in {warmed_s:.1f} s (what both sides import, imported once; a context made)", flush=True)
-    # The first engine (the defaults, unless --gather says otherwise) is the one the targets judge;
-    # further --gather values run engines of their own beside it, for comparison.
+    # The first engine (the defaults, unless --gather or --zygote say otherwise) is the one the targets
+    # judge; further --gather and --zygote values run engines of their own beside it, for comparison.
     runs = [
         _scale_engine(batch, {**options, **({} if gather is None else {"timer_gather_s": gather})})
         for gather in args.gather
     ]
+    runs += [_scale_engine(batch, {**options, "zygote": setting}) for setting in args.zygote[1:]]
     verdicts, engine_s, info = runs[0]["verdicts"], runs[0]["engine_s"], runs[0]["info"]
     disk_peak, gpu_peak, host = runs[0]["disk_peak"], runs[0]["gpu_peak"], runs[0]["host"]
     print(
@@ -1261,6 +1278,13 @@ def main() -> None:
         type=lambda s: [None if g == "default" else float(g) for g in s.split(",")],
         default=[None],
         help="scale: timer_gather_s of each engine to run, e.g. default,2 (the first run is judged)",
+    )
+    parser.add_argument(
+        "--zygote",
+        type=lambda s: s.split(","),
+        default=["on"],
+        help="scale: each engine's runners forked from one warm process (on) or started each on its own (off), "
+        "e.g. on,off (the first run is judged)",
     )
     parser.add_argument(
         "--comparers",

@@ -5,7 +5,7 @@ import socket
 import struct
 
 import pytest
-from conftest import FIXTURES
+from conftest import EXAMPLE_TASKS, FIXTURES
 
 from tritium.runner import protocol
 from tritium.runner.tasks import check_task
@@ -232,3 +232,67 @@ def test_fresh_timed_inputs_are_new_draws_of_the_tasks_own_inputs():
     assert all(torch.equal(again(j)[0], calls[j][0]) for j in range(20))  # deterministic per seed
     planned = [trial_values(task, {"index": i, "distribution": "task"}, 7, "cpu")[0] for i in range(20)]
     assert not any(torch.equal(p, c[0]) for p in planned for c in calls)  # never a checked set again
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _fork_request(zygote: socket.socket, role: str, log, light: bool = False) -> tuple[socket.socket, dict]:
+    """Asks the zygote for a runner; (our end of its channel, the zygote's answer)."""
+    ours, theirs = socket.socketpair()
+    protocol.write_frame(zygote, {"op": "fork", "role": role, "device": "cpu", "light": light, "log": str(log)})
+    socket.send_fds(zygote, [b"x"], [theirs.fileno()])
+    theirs.close()
+    return ours, protocol.read_frame(zygote)
+
+
+def test_the_zygote_forks_runners_that_serve_and_die_with_it(tmp_path):
+    """runner/zygote.py: one process imports torch once; the runners it forks lead their own process
+    groups, serve their role, reap their workers, and end when the zygote ends, however it ends."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    ours, theirs = socket.socketpair()
+    zygote = subprocess.Popen(
+        [sys.executable, "-m", "tritium.runner", "--channel-fd", str(theirs.fileno()), "--zygote", str(tmp_path)],
+        pass_fds=[theirs.fileno()],
+        stdout=subprocess.DEVNULL,
+    )
+    theirs.close()
+    try:
+        assert protocol.read_frame(ours)["ok"]
+        # Refused: no descriptor's worth of a request, or a role no runner has.
+        channel, answer = _fork_request(ours, "trainer", tmp_path / "no.log")
+        assert answer["ok"] is False and "role" in answer["error"]
+        runners = []
+        for role, light in (("reference", True), ("reference", False), ("candidate", False)):
+            channel, answer = _fork_request(ours, role, tmp_path / f"{role}.log", light)
+            assert answer["ok"], answer
+            pid = answer["pid"]
+            assert os.getpgid(pid) == pid and os.getsid(pid) == pid  # its own group, as a spawned runner's
+            hello = protocol.read_frame(channel)
+            assert hello["ok"] and hello["pid"] == pid and "forked" in hello["startup_ms"]
+            runners.append((pid, channel))
+        # A forked reference runner answers a request in a worker, which it reaps.
+        _, channel = runners[1]
+        protocol.write_frame(channel, request_for(next(EXAMPLE_TASKS.glob("level1/*.py"))))
+        assert protocol.read_frame(channel)["ok"] is True
+        # The candidate runner refuses what its role does not serve, as a spawned one does.
+        protocol.write_frame(runners[2][1], {"op": "check_task"})
+        assert "not served by a candidate runner" in protocol.read_frame(runners[2][1])["error"]
+        zygote.send_signal(signal.SIGKILL)
+        zygote.wait()
+        deadline = time.time() + 20
+        while any(_alive(pid) for pid, _ in runners) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid, _ in runners)
+    finally:
+        zygote.kill()
+        zygote.wait()

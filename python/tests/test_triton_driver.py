@@ -67,3 +67,23 @@ def test_nothing_waits_for_a_build_still_running():
     assert not seed.done()  # the runner forks workers without the seed meanwhile
     release.set()
     assert seed.files() == {"a/b.so": b"1"} and seed.done()
+
+
+def test_the_zygotes_shared_seed_ends_with_the_module_on_a_gpu_and_nothing_without_one(tmp_path):
+    """zygote.py builds the driver once for every candidate runner it forks, in a process of its own
+    (no thread in a process that forks); a runner reads the files once the marker is there."""
+    import time
+
+    import torch
+
+    seed = triton_driver.SharedDriverSeed(str(tmp_path / "driver"))
+    assert seed.files() == {}  # not built yet: nothing, and no wait
+    deadline = time.time() + triton_driver.BUILD_TIMEOUT_S
+    while not seed.done() and time.time() < deadline:
+        time.sleep(0.1)
+    assert seed.done()
+    files = seed.files()
+    if torch.cuda.is_available():
+        assert any("cuda_utils" in name for name in files), sorted(files)
+    else:
+        assert files == {} and (tmp_path / "driver" / "built").read_text() == "failed"

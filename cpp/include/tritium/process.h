@@ -19,17 +19,28 @@ struct SpawnSpec {
   std::string output_path;        // the child's stdout and stderr go here ("" = /dev/null)
 };
 
-/// A started child, leader of its own process group.
+/// A started child, leader of its own process group; or a process another one forked on our
+/// behalf (a runner forked by the engine's zygote), followed through a pidfd and never reaped here.
 struct Child {
   pid_t pid = -1;
+  int pidfd = -1;  // set for an adopted process
 };
 
 Result<Child> spawn(const SpawnSpec& spec);
 
-/// Kills the child's whole process group and reaps the child.
+/// Follows `pid`, which leads its own process group but is not our child: an error where the
+/// kernel has no pidfd_open (Linux before 5.3) or the process is gone.
+Result<Child> adopt(pid_t pid);
+
+/// Kills the child's whole process group and reaps the child (an adopted one: waits, at most a
+/// few seconds, until it has ended).
 void kill_group(Child& child);
 
-/// Reaps the child if it has exited; returns its wait status, or -1 if it is still running.
+/// The status try_reap() gives an adopted process that ended: its parent reaped it.
+inline constexpr int kStatusUnknown = -2;
+
+/// Reaps the child if it has exited; returns its wait status (kStatusUnknown for an adopted
+/// process), or -1 if it is still running.
 int try_reap(Child& child);
 
 /// "exit code 3", "signal 9 (Killed)".

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -94,8 +95,48 @@ Result<Child> spawn(const SpawnSpec& spec) {
   return Child{pid};
 }
 
+Result<Child> adopt(pid_t pid) {
+#ifdef SYS_pidfd_open
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd >= 0) {
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return Child{pid, fd};
+  }
+  return Error{fmt::format("cannot follow process {}: pidfd_open: {}", pid, strerror(errno))};
+#else
+  return Error{fmt::format("cannot follow process {}: no pidfd_open here", pid)};
+#endif
+}
+
+namespace {
+
+// Whether an adopted process has ended, waiting up to `wait_ms` (its pidfd reads ready then).
+bool ended(const Child& child, int wait_ms) {
+  pollfd ready{child.pidfd, POLLIN, 0};
+  int rc;
+  while ((rc = poll(&ready, 1, wait_ms)) < 0 && errno == EINTR) {
+  }
+  return rc != 0;  // an error too: nothing left to follow
+}
+
+void forget(Child& child) {
+  close(child.pidfd);
+  child = Child{};
+}
+
+}  // namespace
+
 void kill_group(Child& child) {
   if (child.pid <= 0) return;
+  if (child.pidfd >= 0) {  // ended, its pid may be another's already; its workers die with it
+    if (!ended(child, 0)) {
+      kill(-child.pid, SIGKILL);
+      kill(child.pid, SIGKILL);
+      (void)ended(child, 5000);
+    }
+    forget(child);
+    return;
+  }
   kill(-child.pid, SIGKILL);
   kill(child.pid, SIGKILL);
   int status = 0;
@@ -106,6 +147,11 @@ void kill_group(Child& child) {
 
 int try_reap(Child& child) {
   if (child.pid <= 0) return 0;
+  if (child.pidfd >= 0) {
+    if (!ended(child, 0)) return -1;
+    forget(child);
+    return kStatusUnknown;
+  }
   int status = 0;
   if (waitpid(child.pid, &status, WNOHANG) == child.pid) {
     child.pid = -1;
@@ -115,6 +161,7 @@ int try_reap(Child& child) {
 }
 
 std::string describe_wait_status(int status) {
+  if (status == kStatusUnknown) return "status unknown: its parent, the zygote, reaped it";
   if (WIFEXITED(status)) return fmt::format("exit code {}", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return fmt::format("signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   return fmt::format("wait status {}", status);

@@ -261,6 +261,8 @@ struct Engine::Impl {
   std::vector<std::string> gpu_ids;  // each visible GPU's UUID, by index
   std::optional<exec::VerdictCache> cache;
 
+  // Forks the runners below (null: each starts on its own); destroyed after them.
+  std::unique_ptr<exec::Zygote> zygote;
   // Trusted runners, lent one at a time to whichever slot needs a reference.
   std::mutex trusted_mutex;
   std::condition_variable trusted_free;
@@ -298,6 +300,7 @@ struct Engine::Impl {
     slots.clear();
     comparers.clear();
     trusted.clear();
+    zygote.reset();
     work_dir.close();  // nothing writes there any more
   }
 
@@ -809,6 +812,22 @@ struct Engine::Impl {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
+namespace {
+
+// The zygote that forks the engine's runners (runner.h), in `scratch`; null where it is turned off
+// (TRITIUM_ZYGOTE=0: each runner starts on its own, the baseline of `engine_bench.py scale
+// --zygote both`) or does not start (each runner then does, and the first reports what is wrong).
+std::unique_ptr<exec::Zygote> start_zygote(const EngineOptions& options, const fs::path& scratch) {
+  const char* setting = std::getenv("TRITIUM_ZYGOTE");
+  if (setting && std::string_view(setting) == "0") return nullptr;
+  auto zygote = std::make_unique<exec::Zygote>(options.python, options.device, scratch.string(),
+                                               options.timing && options.device != "cpu");
+  if (zygote->start()) return nullptr;
+  return zygote;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (auto error = engine_options_error(options)) return Error{*error};
   // Past the options, a failure is the machine's (no runner, no sandbox, no disk): callers tell it apart.
@@ -842,10 +861,18 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   }
   took("work_dir");
 
+  impl->zygote = start_zygote(options, impl->work / "zygote");
+  took("zygote");
+  if (impl->zygote) {  // where its start went, as it measured it (interpreter, imports)
+    const Json zygote_steps = impl->zygote->hello().value("startup_ms", Json::object());
+    for (const auto& [step, ms] : zygote_steps.items())
+      if (ms.is_number()) impl->startup_ms["zygote." + step] = ms;
+  }
+  exec::Zygote* zygote = impl->zygote.get();
   RunnerOptions trusted{options.python, options.device, options.timeout_s, 0, "reference", 0};
   auto first = trusted;
   first.light_first = true;  // creation asks it only light things; its role's imports come after
-  impl->trusted.push_back(std::make_unique<exec::Runner>(first));
+  impl->trusted.push_back(std::make_unique<exec::Runner>(first, zygote));
   if (auto error = impl->trusted[0]->ensure_started()) return machine(*error);
   impl->hello = impl->trusted[0]->hello();
   took("first_runner");
@@ -893,18 +920,18 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   // before their first request, which a reference timing's torch.compile would import in its worker.
   auto later = trusted;
   later.warm_compile = gpu && options.timing;
-  for (int i = 1; i < references; ++i) impl->trusted.push_back(std::make_unique<exec::Runner>(later));
+  for (int i = 1; i < references; ++i) impl->trusted.push_back(std::make_unique<exec::Runner>(later, zygote));
   for (auto& runner : impl->trusted) impl->idle_trusted.push_back(runner.get());
   RunnerOptions slot{
       options.python, impl->device, options.timeout_s, 0, "candidate", gpu ? 0 : std::max(1, cores / options.jobs)};
   for (int i = 0; i < options.jobs; ++i) {
     auto runner_options = slot;
     runner_options.device = impl->slot_device(i);
-    impl->slots.push_back(std::make_unique<exec::Runner>(runner_options));
+    impl->slots.push_back(std::make_unique<exec::Runner>(runner_options, zygote));
     auto comparer_options = trusted;
     comparer_options.device = runner_options.device;
     if (!options.fork_comparers) comparer_options.role = "comparer";  // its context kept across jobs
-    impl->comparers.push_back(std::make_unique<exec::Runner>(comparer_options));
+    impl->comparers.push_back(std::make_unique<exec::Runner>(comparer_options, zygote));
   }
   // What jobs may hold at once: as given, or most of the GPU's free memory (of the first GPU: slots
   // spread over GPUs alike), or of the host's on the CPU. A job alone always starts. Given where the

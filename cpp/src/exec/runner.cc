@@ -2,13 +2,17 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 
 #include "frame.h"
@@ -51,7 +55,7 @@ std::vector<std::string> runner_environment(const std::string& device) {
   return env;
 }
 
-Runner::Runner(RunnerOptions options) : options_(std::move(options)) {
+Runner::Runner(RunnerOptions options, Zygote* zygote) : options_(std::move(options)), zygote_(zygote) {
   if (options_.python.empty()) options_.python = find_python();
 }
 
@@ -97,6 +101,13 @@ std::optional<Error> Runner::spawn() {
   channel_ = move_high(fds[0]);
   const int child_end = move_high(fds[1]);
   if (log_path_.empty()) log_path_ = make_log_path();
+  if (zygote_) {
+    if (auto child = zygote_->fork(options_, child_end, log_path_)) {
+      close(child_end);
+      child_ = *child;
+      return std::nullopt;
+    }  // the zygote is gone: this runner starts on its own
+  }
 
   process::SpawnSpec spec{{options_.python, "-m", "tritium.runner", "--channel-fd", "3", "--device", options_.device,
                            "--role", options_.role, "--threads", std::to_string(options_.threads),
@@ -162,6 +173,125 @@ Reply Runner::call(const Json& request, double timeout_s) {
       return {Reply::Kind::bad_frame, nullptr, "the runner sent an oversized frame"};
   }
   return {Reply::Kind::bad_frame, nullptr, "unreachable"};
+}
+
+namespace {
+
+// Sends `fd` over the socket `channel` with one byte of data (SCM_RIGHTS).
+bool send_descriptor(int channel, int fd) {
+  char byte = 0;
+  iovec data{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr message{};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof(control);
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(header), &fd, sizeof(int));
+  ssize_t sent;
+  while ((sent = sendmsg(channel, &message, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+  }
+  return sent == 1;
+}
+
+}  // namespace
+
+Zygote::Zygote(std::string python, std::string device, std::string scratch, bool warm_compile)
+    : python_(python.empty() ? find_python() : std::move(python)),
+      device_(std::move(device)),
+      scratch_(std::move(scratch)),
+      warm_compile_(warm_compile) {}
+
+Zygote::~Zygote() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    stop_locked();
+  }
+  stopping_cv_.notify_all();
+  if (keeper_.joinable()) keeper_.join();
+  if (!log_path_.empty()) unlink(log_path_.c_str());
+}
+
+void Zygote::stop_locked() {
+  if (channel_ >= 0) close(channel_);
+  channel_ = -1;
+  process::kill_group(child_);
+}
+
+std::optional<Error> Zygote::start() {
+  std::promise<std::optional<Error>> started;
+  auto result = started.get_future();
+  keeper_ = std::thread([this, &started] {
+    started.set_value(spawn());
+    std::unique_lock lock(mutex_);
+    stopping_cv_.wait(lock, [this] { return stopping_; });
+  });
+  return result.get();
+}
+
+std::optional<Error> Zygote::spawn() {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    return Error{fmt::format("cannot create the zygote's channel: {}", strerror(errno))};
+  const int child_end = move_high(fds[1]);
+  std::lock_guard lock(mutex_);
+  channel_ = move_high(fds[0]);
+  log_path_ = make_log_path();
+  process::SpawnSpec spec{{python_, "-m", "tritium.runner", "--channel-fd", "3", "--device", device_, "--parent-pid",
+                           std::to_string(getpid()), "--zygote", scratch_},
+                          runner_environment(device_),
+                          child_end,
+                          log_path_};
+  if (warm_compile_) spec.argv.push_back("--warm-compile");
+  auto child = process::spawn(spec);
+  close(child_end);
+  if (!child) {
+    stop_locked();
+    return child.error();
+  }
+  child_ = *child;
+  std::string payload;
+  if (read_frame(channel_, deadline_after(kStartupTimeoutS), payload) == ReadStatus::ok) {
+    hello_ = Json::parse(payload, nullptr, false);
+    if (hello_.is_object() && hello_.value("ok", false)) return std::nullopt;
+  }
+  stop_locked();
+  return Error{fmt::format("the runner zygote ({} -m tritium.runner --zygote) did not start", python_)};
+}
+
+Result<process::Child> Zygote::fork(const RunnerOptions& options, int channel, const std::string& log_path) {
+  std::lock_guard lock(mutex_);
+  if (channel_ < 0) return Error{"the runner zygote is not running"};
+  const Json request{{"op", "fork"},
+                     {"role", options.role},
+                     {"device", options.device},
+                     {"threads", options.threads},
+                     {"warm_compile", options.warm_compile},
+                     {"light_first", options.light_first},
+                     {"light", options.light_first},  // forked before the zygote's imports of every role
+                     {"log", log_path}};
+  std::string payload;
+  // The first fork that is not light waits for the zygote's imports (seconds).
+  if (!write_frame(channel_, request.dump()) || !send_descriptor(channel_, channel) ||
+      read_frame(channel_, deadline_after(kStartupTimeoutS), payload) != ReadStatus::ok) {
+    stop_locked();
+    return Error{"the runner zygote stopped answering"};
+  }
+  const Json reply = Json::parse(payload, nullptr, false);
+  if (!reply.is_object() || !reply.value("ok", false) || !reply.contains("pid") || !reply["pid"].is_number_integer())
+    return Error{fmt::format("the runner zygote could not fork: {}", reply.is_object() ? reply.dump() : payload)};
+  const pid_t pid = reply["pid"].get<pid_t>();
+  auto child = process::adopt(pid);
+  if (!child) {  // it cannot be followed: gone, or a kernel without pidfds; the runner starts on its own
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+  }
+  return child;
 }
 
 }  // namespace tritium::exec

@@ -1,8 +1,11 @@
 // Private to exec: one warm runner process (python -m tritium.runner) and its channel.
 #pragma once
 
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tritium/exec.h"
@@ -26,11 +29,49 @@ struct Reply {
 /// queue; candidates may not use side streams (hack.stream), and trusted code does not.
 std::vector<std::string> runner_environment(const std::string& device);
 
+/// The engine's zygote (python -m tritium.runner --zygote; runner/zygote.py): one Python that
+/// imports torch, Triton, Dynamo and Inductor once and forks runners on request. Each runner started
+/// on its own imported them all again: an engine's 23 at once saturated a 16-core host for 5 s, and
+/// a batch's first reference started 7 s after the engine's creation (H100, 2026-12-07). It runs
+/// from a thread of its own that lives as long as it does: its parent-death signal follows the
+/// thread that started it.
+class Zygote {
+ public:
+  /// `scratch`: a directory of its own (Triton's driver module, built there once).
+  Zygote(std::string python, std::string device, std::string scratch, bool warm_compile);
+  ~Zygote();
+  Zygote(const Zygote&) = delete;
+  Zygote& operator=(const Zygote&) = delete;
+
+  /// Starts it and waits for its hello; an error when it does not start.
+  std::optional<Error> start();
+  /// A runner as `options` describe, forked from the zygote: `channel` becomes its channel, its
+  /// output goes to `log_path`. An error when the zygote is gone (it is not started again).
+  Result<process::Child> fork(const RunnerOptions& options, int channel, const std::string& log_path);
+  /// What it said when it started.
+  const Json& hello() const { return hello_; }
+
+ private:
+  std::optional<Error> spawn();
+  void stop_locked();
+
+  std::string python_, device_, scratch_, log_path_;
+  bool warm_compile_;
+  std::mutex mutex_;  // one fork at a time
+  std::condition_variable stopping_cv_;
+  bool stopping_ = false;
+  std::thread keeper_;
+  process::Child child_;
+  int channel_ = -1;
+  Json hello_;
+};
+
 /// Starts lazily, answers one request at a time, and is killed (whole process group) on timeout
-/// or protocol failure; the next call starts a fresh one.
+/// or protocol failure; the next call starts a fresh one: forked from `zygote` while it runs,
+/// otherwise started on its own.
 class Runner {
  public:
-  explicit Runner(RunnerOptions options);
+  explicit Runner(RunnerOptions options, Zygote* zygote = nullptr);
   ~Runner();
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
@@ -54,6 +95,7 @@ class Runner {
   std::optional<Error> await_hello();  // its first frame, which says it is ready
 
   RunnerOptions options_;
+  Zygote* zygote_;
   process::Child child_;
   int channel_ = -1;
   std::string log_path_;

@@ -139,42 +139,24 @@ def _set_up(role: str, warm_compile: bool) -> dict:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m tritium.runner")
-    parser.add_argument("--channel-fd", type=int, required=True)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--role", choices=("reference", "candidate", "comparer"), default="reference")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads per worker (0: torch's default)")
-    parser.add_argument("--parent-pid", type=int, default=0, help="the engine's pid: gone already, the runner exits")
-    parser.add_argument(
-        "--warm-compile", action="store_true", help="reference: import Inductor with the role's modules"
-    )
-    parser.add_argument(
-        "--light-first",
-        action="store_true",
-        help="reference: answer device_info and sandbox_probe before importing the role's modules",
-    )
-    startup_ms = {"interpreter": _since_start_ms()}
-    began = time.perf_counter()
-    args = parser.parse_args()
-    die_with_parent(args.parent_pid or None)
-    device = _resolve_device(args.device)
-    channel = socket.socket(fileno=args.channel_fd)
-
+def serve(channel: socket.socket, device: str, role: str, options: dict, startup_ms: dict, began: float) -> int:
+    """Says hello on `channel`, then answers its requests until it closes. `options`: threads,
+    warm_compile, light_first (the command line's flags); `began`: when the runner's imports began."""
     import torch  # the hello's, counted with the runner's own imports
 
     from . import protocol
     from .worker import run_in_worker, serve_in_process
 
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
+    if options.get("threads", 0) > 0:
+        torch.set_num_threads(options["threads"])
+    warm_compile = bool(options.get("warm_compile"))
     seed = None
-    if args.role == "candidate" and device.startswith("cuda"):  # built beside the role's set-up
+    if role == "candidate" and device.startswith("cuda"):  # built beside the role's set-up
         from .triton_driver import DriverSeed
 
-        seed = DriverSeed()
-    light_first = args.light_first and args.role == "reference"
-    handlers = None if light_first else _set_up(args.role, args.warm_compile)
+        seed = options.get("driver_seed") or DriverSeed()
+    light_first = bool(options.get("light_first")) and role == "reference"
+    handlers = None if light_first else _set_up(role, warm_compile)
     startup_ms["imports"] = (time.perf_counter() - began) * 1000
     hello = _hello(device, startup_ms)
     protocol.write_frame(channel, hello)
@@ -183,16 +165,16 @@ def main() -> int:
     while (request := protocol.read_frame(channel)) is not None:
         op = request.get("op")
         if handlers is None and op not in LIGHT_OPS:
-            handlers = _set_up(args.role, args.warm_compile)
+            handlers = _set_up(role, warm_compile)
         handler = (handlers if handlers is not None else LIGHT_OPS).get(op)
         healthy = True
         if handler is None:
             answer = {
                 "ok": False,
                 "stage": "runner",
-                "error": f"op {op!r} is not served by a {args.role} runner",
+                "error": f"op {op!r} is not served by a {role} runner",
             }
-        elif args.role == "comparer":
+        elif role == "comparer":
             answer, healthy = serve_in_process(handler, request)
             answer["runner_exits"] = not healthy  # the engine starts another for the slot's next job
         else:
@@ -201,16 +183,50 @@ def main() -> int:
 
                 sandbox.triton_seed, seed = seed.files(), None
             if op == "time_reference":  # imported once here, not in every timing's worker
-                from .reference import warm_compile
+                from .reference import warm_compile as import_inductor
 
-                warm_compile()
+                import_inductor()
             answer = run_in_worker(handler, request, request.get("timeout_s"))
         protocol.write_frame(channel, answer)
         if not healthy:
             break
         if handlers is None and op == "sandbox_probe":  # an engine's creation asks nothing after it
-            handlers = _set_up(args.role, args.warm_compile)
+            handlers = _set_up(role, warm_compile)
     return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m tritium.runner")
+    parser.add_argument("--channel-fd", type=int, required=True)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--role", choices=("reference", "candidate", "comparer"), default="reference")
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads per worker (0: torch's default)")
+    parser.add_argument("--parent-pid", type=int, default=0, help="the engine's pid: gone already, the runner exits")
+    parser.add_argument(
+        "--warm-compile", action="store_true", help="reference (or zygote): import Inductor with the role's modules"
+    )
+    parser.add_argument(
+        "--light-first",
+        action="store_true",
+        help="reference: answer device_info and sandbox_probe before importing the role's modules",
+    )
+    parser.add_argument(
+        "--zygote",
+        metavar="SCRATCH",
+        help="fork runners on request instead of serving one role (zygote.py); SCRATCH: a directory of its own",
+    )
+    startup_ms = {"interpreter": _since_start_ms()}
+    began = time.perf_counter()
+    args = parser.parse_args()
+    die_with_parent(args.parent_pid or None)
+    device = _resolve_device(args.device)
+    channel = socket.socket(fileno=args.channel_fd)
+    if args.zygote:
+        from .zygote import Zygote
+
+        return Zygote(channel, device, args.zygote, args.warm_compile).serve(startup_ms, began)
+    options = {"threads": args.threads, "warm_compile": args.warm_compile, "light_first": args.light_first}
+    return serve(channel, device, args.role, options, startup_ms, began)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,53 @@ class DriverSeed:
         return self._files
 
 
+# The shared build: the marker, written last (atomically), says "ok" or "failed".
+_SHARED_BUILD = """
+import os, sys
+marker = sys.argv[1]
+try:
+    from triton.backends.nvidia.driver import CudaUtils
+    CudaUtils()
+    outcome = "ok"
+except Exception:
+    outcome = "failed"
+with open(marker + ".tmp", "w") as f:
+    f.write(outcome)
+os.replace(marker + ".tmp", marker)
+"""
+
+
+class SharedDriverSeed:
+    """The driver module built once for every candidate runner a zygote forks (zygote.py), into
+    `directory`: the build runs in a process of its own (the zygote forks, so it starts no thread),
+    and a marker says when it ended. A runner forked before then finds it at a later request; its
+    workers meanwhile compile the module themselves, as before."""
+
+    def __init__(self, directory: str, python: str = sys.executable):
+        self.cache, self.marker = os.path.join(directory, "cache"), os.path.join(directory, "built")
+        os.makedirs(self.cache, exist_ok=True)
+        env = {**os.environ, "TRITON_CACHE_DIR": self.cache, "TRITON_INTERPRET": "0"}
+        self._build = subprocess.Popen(
+            [python, "-c", _SHARED_BUILD, self.marker],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def done(self) -> bool:
+        return os.path.exists(self.marker)
+
+    def files(self) -> dict[str, bytes]:
+        """The files once the build is done; empty where it failed or has not ended."""
+        try:
+            with open(self.marker) as f:
+                built = f.read() == "ok"
+        except OSError:
+            return {}
+        return _cache_files(self.cache) if built else {}
+
+
 def seed_cache(directory: str, files: dict[str, bytes]) -> int:
     """Writes `files` under the cache `directory` (relative paths only); returns how many."""
     root = os.path.realpath(directory)
