@@ -1013,6 +1013,10 @@ def scale(args) -> dict:
         flush=True,
     )
     warmed_s = _warm_file_cache(device)
+    # The engine's wall starts at Engine(...) with tritium imported, as `tritium eval`'s (whose process
+    # imports no torch): importing tritium.api imports torch in this process, seconds on a fresh GPU
+    # machine that the first engine's "created in" counted, and the naive harness after it did not.
+    _ = tritium.Engine
     print(f"file cache warmed in {warmed_s:.1f} s (what both sides import, imported once; a context made)", flush=True)
     # The first engine (the defaults, unless --gather or --zygote say otherwise) is the one the targets
     # judge; further --gather and --zygote values run engines of their own beside it, for comparison.
@@ -1110,7 +1114,8 @@ def scale(args) -> dict:
             for e, v in zip(batch, r["verdicts"])
         )
         print(
-            f"other engine {r['options']}: {r['engine_s']:.1f} s"
+            f"other engine {r['options']}: {r['engine_s']:.1f} s (created in {r['created_s']:.1f} s; "
+            f"memory waits {r['info'].get('memory_waits')})"
             + (f", naive/engine {naive_s / r['engine_s']:.2f}x" if naive_s and device != "cpu" else "")
             + f", {wrong} verdict(s) off what was expected"
         )
@@ -1142,6 +1147,8 @@ def scale(args) -> dict:
                 "engine_s": r["engine_s"],
                 "ratio": naive_s / r["engine_s"] if naive_s and device != "cpu" else None,
                 "statuses": [v["status"] for v in r["verdicts"]],
+                "created_s": r["created_s"],
+                "phases_ms": [v.get("phases_ms") for v in r["verdicts"]],
                 "timeline": r["timeline"],
             }
             for r in runs[1:]

@@ -276,7 +276,7 @@ def test_the_zygote_forks_runners_that_serve_and_die_with_it(tmp_path):
             channel, answer = _fork_request(ours, role, tmp_path / f"{role}.log", light)
             assert answer["ok"], answer
             pid = answer["pid"]
-            assert os.getpgid(pid) == pid and os.getsid(pid) == pid  # its own group, as a spawned runner's
+            assert os.getpgid(pid) == pid  # its own group when the zygote answers, as a spawned runner's
             hello = protocol.read_frame(channel)
             assert hello["ok"] and hello["pid"] == pid and "forked" in hello["startup_ms"]
             runners.append((pid, channel))

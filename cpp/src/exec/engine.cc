@@ -404,10 +404,19 @@ struct Engine::Impl {
     request.update({{"trials", options.trials}, {"atol", tol.atol}});
     exec::Reply reply;
     std::uintmax_t reserved = 0;
+    // The engine's side of the reference (ms), beside the reference's own phases: sizing it on the
+    // meta device, waiting for its memory, and the call (a trusted runner's wait, its worker's start).
+    Json engine_side = Json::object();
     for (const bool alone : {false, true}) {
+      auto step = Clock::now();
       reserved = alone ? memory_budget : reference_memory(task);
+      engine_side["engine_footprint"] = ms_since(step);
+      step = Clock::now();
       const auto room = memory->enter(reserved);
+      engine_side["engine_admission"] = ms_since(step);
+      step = Clock::now();
       reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
+      engine_side["engine_call"] = ms_since(step);
       if (alone ||
           !out_of_memory(reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string()) : reply.detail))
         break;
@@ -431,8 +440,10 @@ struct Engine::Impl {
     } else {
       ref.ok = true;
       ref.body = reply.body;
-      if (ref.body.contains("phases_ms") && ref.body["phases_ms"].is_object())  // beside its measured peak
+      if (ref.body.contains("phases_ms") && ref.body["phases_ms"].is_object()) {  // beside its measured peak
         ref.body["phases_ms"]["mem.reserved_mib"] = static_cast<double>(reserved) / (1 << 20);
+        ref.body["phases_ms"].update(engine_side);
+      }
     }
     return ref;
   }

@@ -11,12 +11,13 @@ worker.
 Protocol (the engine's cpp/src/exec/runner.cc, class Zygote), on its channel: a request frame
 {"op": "fork", "role", "device", "threads", "warm_compile", "light_first", "log"}, then one byte
 carrying the new runner's channel (SCM_RIGHTS); the answer {"ok": true, "pid": N}. The runner leads
-its own process group and session (the engine kills it as a group, as it kills a runner it
-started), dies with the zygote (parent-death signal), and the zygote, which ignores SIGCHLD, never
-leaves it a zombie. A `light` request (the engine's first runner, which answers creation's light
+its own process group (the engine kills it as a group, as it kills a runner it started), dies with
+the zygote (parent-death signal), and the zygote, which ignores SIGCHLD, never leaves it a zombie. A `light` request (the engine's first runner, which answers creation's light
 requests) is forked at once; the others after the imports of every role, done once.
 """
 
+import contextlib
+import gc
 import os
 import signal
 import socket
@@ -61,9 +62,16 @@ class Zygote:
             self._set_up()
         sys.stdout.flush()
         sys.stderr.flush()
+        # Its objects out of the collector's sight: a collection in a runner would otherwise write to
+        # every object the zygote made (their headers), copying all its pages into each runner.
+        gc.freeze()
         pid = os.fork()
         if pid == 0:
             os._exit(self._runner(request, fds[0]))
+        # Its own process group before the engine hears of it (the child sets it too, whichever
+        # runs first): the engine kills a runner and its workers as one group.
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)
         os.close(fds[0])
         return {"ok": True, "pid": pid}
 
@@ -85,7 +93,8 @@ class Zygote:
         """In the forked child: becomes the runner the request describes; never returns to the zygote."""
         zygote = os.getppid()
         try:
-            os.setsid()  # its own group: the engine kills a runner and its workers as one
+            with contextlib.suppress(OSError):
+                os.setpgid(0, 0)  # as the zygote does: whichever runs first
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a runner waits for its workers
             die_with_parent(zygote)
             self.channel.close()
