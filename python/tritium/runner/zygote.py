@@ -12,8 +12,9 @@ Protocol (the engine's cpp/src/exec/runner.cc, class Zygote), on its channel: a 
 {"op": "fork", "role", "device", "threads", "warm_compile", "light_first", "log"}, then one byte
 carrying the new runner's channel (SCM_RIGHTS); the answer {"ok": true, "pid": N}. The runner leads
 its own process group (the engine kills it as a group, as it kills a runner it started), dies with
-the zygote (parent-death signal), and the zygote, which ignores SIGCHLD, never leaves it a zombie. A `light` request (the engine's first runner, which answers creation's light
-requests) is forked at once; the others after the imports of every role, done once.
+the zygote (parent-death signal), and the zygote, which ignores SIGCHLD, never leaves it a zombie.
+A `light` request (the engine's first runner, which answers creation's light requests) is forked
+at once; the others after the imports of every role, done once.
 """
 
 import contextlib
