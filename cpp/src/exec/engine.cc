@@ -965,6 +965,15 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     warm = [impl = impl.get()](int slot) {
       std::vector<exec::Runner*> runners{impl->comparers[slot].get(), impl->slots[slot].get()};
       exec::Runner* trusted = slot > 0 ? impl->claim_idle_trusted(slot) : nullptr;
+      // Forked from the zygote, one at a time: the trusted runner first, lent out once it is up,
+      // since a batch's references (which every job waits for) need one: lent with its slot's, the
+      // first engine of a fresh H100's batch sized its first references 4-8 s late, all queued
+      // behind the first runner (2026-12-07).
+      if (trusted && impl->zygote) {
+        exec::Runner::start_together({trusted});
+        impl->return_trusted(trusted);
+        trusted = nullptr;
+      }
       if (trusted) runners.push_back(trusted);
       exec::Runner::start_together(runners);  // a failure is reported by the slot's first job
       if (trusted) impl->return_trusted(trusted);
