@@ -13,19 +13,22 @@ from tritium.runner.worker import serve_in_process
 
 
 def comparer_pids() -> list[int]:
-    """This process's comparer runners (the engine runs in it)."""
-    found = []
-    for entry in os.listdir("/proc"):
+    """This process's comparer runners (the engine runs in it): its children started with the role
+    comparer, or forked by its zygote (its child), which names them."""
+    found, parents = [], {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/stat") as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                name, rest = f.read().split("(", 1)[1].rsplit(")", 1)
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 args = f.read().split(b"\0")
-        except (OSError, ValueError):
+        except (OSError, ValueError, IndexError):
             continue
-        if parent == os.getpid() and b"--role" in args and args[args.index(b"--role") + 1] == b"comparer":
+        parents[int(entry)] = int(rest.split()[1])
+        role = args[args.index(b"--role") + 1] if b"--role" in args else None
+        if role == b"comparer" or name == "tritium-cmp":
             found.append(int(entry))
-    return found
+    return [pid for pid in found if os.getpid() in (parents[pid], parents.get(parents[pid]))]
 
 
 def test_a_request_served_in_process_answers_from_this_process():

@@ -36,8 +36,9 @@ Result<Child> adopt(pid_t pid);
 /// few seconds, until it has ended).
 void kill_group(Child& child);
 
-/// The status try_reap() gives an adopted process that ended: its parent reaped it.
-inline constexpr int kStatusUnknown = -2;
+/// The status try_reap() gives an adopted process that ended (its parent reaped it): no wait
+/// status has these bits.
+inline constexpr int kStatusUnknown = 1 << 16;
 
 /// Reaps the child if it has exited; returns its wait status (kStatusUnknown for an adopted
 /// process), or -1 if it is still running.

@@ -69,6 +69,55 @@ TEST(KillGroup, AlsoKillsGrandchildren) {
   EXPECT_TRUE(gone);
 }
 
+// A process another one started (a runner the zygote forks): `sh` starts a sleep in its own group,
+// so the sleep is a grandchild here, never ours to reap.
+pid_t grandchild_in_own_group(const std::string& name, int seconds) {
+  const std::string pidfile = ::testing::TempDir() + "/" + name + ".pid";
+  std::filesystem::remove(pidfile);
+  auto child = spawn({{"sh", "-c", "setsid sleep " + std::to_string(seconds) + " & echo $! > " + pidfile}, {}, -1, ""});
+  if (!child) return -1;
+  wait_exit(*child);
+  pid_t pid = 0;
+  for (int i = 0; i < 200 && pid == 0; ++i) {
+    std::ifstream in(pidfile);
+    in >> pid;
+    if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pid;
+}
+
+TEST(Adopt, FollowsAProcessItDidNotStartUntilItEnds) {
+  const pid_t pid = grandchild_in_own_group("adopted-short", 1);
+  ASSERT_GT(pid, 0);
+  auto adopted = adopt(pid);
+  ASSERT_TRUE(adopted) << adopted.error().message;
+  EXPECT_EQ(try_reap(*adopted), -1);  // running
+  const int status = wait_exit(*adopted);
+  EXPECT_EQ(status, kStatusUnknown);  // ended, reaped by its parent: no status here
+  EXPECT_NE(describe_wait_status(status).find("unknown"), std::string::npos);
+  EXPECT_EQ(adopted->pid, -1);
+}
+
+TEST(Adopt, KillGroupEndsAnAdoptedProcess) {
+  const pid_t pid = grandchild_in_own_group("adopted-long", 60);
+  ASSERT_GT(pid, 0);
+  auto adopted = adopt(pid);
+  ASSERT_TRUE(adopted) << adopted.error().message;
+  kill_group(*adopted);  // waits until it has ended
+  EXPECT_EQ(adopted->pid, -1);
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string ignored, comm, state;
+  EXPECT_TRUE(!(stat >> ignored >> comm >> state) || state == "Z");
+}
+
+TEST(Adopt, NamesAProcessThatIsGone) {
+  auto child = spawn({{"true"}, {}, -1, ""});
+  ASSERT_TRUE(child);
+  const pid_t pid = child->pid;
+  wait_exit(*child);
+  EXPECT_FALSE(adopt(pid));
+}
+
 TEST(DescribeWaitStatus, NamesSignals) {
   auto child = spawn({{"sh", "-c", "kill -SEGV $$"}, {}, -1, ""});
   ASSERT_TRUE(child);

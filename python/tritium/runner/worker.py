@@ -253,6 +253,9 @@ def serve_in_process(handler, request: dict) -> tuple[dict, bool]:
             torch.cuda.synchronize()
             gc.collect()
             torch.cuda.empty_cache()
+            # The next job's measured peak starts from what is held now, not from this job's cache:
+            # a small matmul's comparer after a GPU-size job's reported 16 GiB.
+            torch.cuda.reset_peak_memory_stats()
         except Exception:  # noqa: BLE001 - a fault from this job's work: the context is lost
             healthy = False
     result["output_tail"] = ""

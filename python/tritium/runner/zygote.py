@@ -18,6 +18,7 @@ at once; the others after the imports of every role, done once.
 """
 
 import contextlib
+import ctypes
 import gc
 import os
 import signal
@@ -30,6 +31,14 @@ from . import protocol
 from .lifetime import die_with_parent
 
 RUNNER_ROLES = ("reference", "candidate", "comparer")
+RUNNER_NAMES = {"reference": "tritium-ref", "candidate": "tritium-cand", "comparer": "tritium-cmp"}
+_PR_SET_NAME = 15
+
+
+def _name(name: str) -> None:
+    """The process's name (/proc/PID/comm, what ps and top show), at most 15 bytes."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
 
 
 class Zygote:
@@ -106,6 +115,7 @@ class Zygote:
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             os.close(null)
+            _name(RUNNER_NAMES[request["role"]])  # its command line is the zygote's: ps tells them apart by this
             device = str(request.get("device") or self.device)
             # As the engine's runner_environment: one hardware work queue a context on a GPU, unless
             # the caller's environment set a number (which the zygote then has).
