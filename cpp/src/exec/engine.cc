@@ -146,9 +146,6 @@ std::size_t channel_device_bytes(const Json& body) {
   return 2 * half;
 }
 
-// What a CUDA context holds on its device (torch's, one work queue): 525-529 MiB on an H100.
-constexpr std::uintmax_t kContextBytes = std::uintmax_t{512} << 20;
-
 // A CUDA allocation that failed: beside other jobs the estimates of what each holds were short,
 // so the job runs again alone; alone, the failure stands.
 // torch's OutOfMemoryError says "CUDA out of memory"; an allocation inside a kernel launch or a
@@ -953,14 +950,8 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   const double free_room =
       gpu ? impl->device_info.value("free_gb", impl->device_info.value("memory_gb", 0.0)) * 0.9 : physical_gb() * 0.7;
   const double room_gb = options.device_memory_gb > 0 ? options.device_memory_gb : free_room;
-  const std::uintmax_t total_room = static_cast<std::uintmax_t>(room_gb * (1ull << 30)) *
-                                    static_cast<std::uintmax_t>(std::max(1, gpu ? impl->gpus : 1));
-  // Less the comparers' CUDA contexts, one a slot for the engine's life and outside every
-  // reservation (525-529 MiB each on an H100): packed closer beside them, a job ran out of memory
-  // and ran again alone in 3 of 10 runs of the scale suite on H100s (2026-12-07).
-  const std::uintmax_t standing =
-      gpu && !options.fork_comparers ? static_cast<std::uintmax_t>(options.jobs) * kContextBytes : 0;
-  impl->memory_budget = total_room > 2 * standing ? total_room - standing : total_room;
+  impl->memory_budget = static_cast<std::uintmax_t>(room_gb * (1ull << 30)) *
+                        static_cast<std::uintmax_t>(std::max(1, gpu ? impl->gpus : 1));
   impl->memory.emplace([room = impl->memory_budget] { return room; }, [] {}, 0);
   if (options.memory_gb <= 0) options.memory_gb = std::max(1.0, physical_gb() * 0.6 / options.jobs);
   impl->options = std::move(options);
