@@ -221,6 +221,40 @@ def test_info_says_what_each_step_of_the_engines_creation_took(zygote, monkeypat
 STEPS_AFTER = ["device_info", "runners", "sandbox_probe"]
 
 
+def test_an_engine_whose_zygote_is_killed_starts_its_runners_on_their_own():
+    """Its runners die with it (their parent-death signal); the next batch's runners start as they
+    did before the zygote, and the verdicts are the same."""
+    import signal
+    import time
+
+    engine = tritium.Engine(device="cpu", jobs=1, static_check=False, seed=5)
+    honest = item("honest_relu.py")
+    assert engine.evaluate([honest])[0]["status"] == "correct"
+    (zygote,) = _children_with(b"--zygote")
+    assert not _children_with(b"comparer")  # forked by the zygote, not started by the engine
+    os.kill(zygote, signal.SIGKILL)
+    time.sleep(1.0)  # its runners end with it
+    again = engine.evaluate([{**honest, "id": "after the zygote", "rerun": True}, item("wrong_kernel.py")])
+    assert [v["status"] for v in again] == ["correct", "incorrect"], [v["message"] for v in again]
+    assert len(_children_with(b"comparer")) == 1  # started on its own now
+
+
+def _children_with(arg: bytes) -> list[int]:
+    """This process's children whose command line has `arg`."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            continue
+        if arg in args and parent == os.getpid():
+            found.append(int(entry))
+    return found
+
+
 def test_references_past_the_disk_budget_are_trimmed_and_recomputed(tmp_path):
     # GPU-size tasks write gigabytes of reference files each: a long batch kept them all and filled
     # the H200 machine's disk. Past the budget, idle references go, and come back when asked for.
