@@ -245,7 +245,7 @@ def _alive(pid: int) -> bool:
 def _fork_request(zygote: socket.socket, role: str, log, light: bool = False) -> tuple[socket.socket, dict]:
     """Asks the zygote for a runner; (our end of its channel, the zygote's answer)."""
     ours, theirs = socket.socketpair()
-    protocol.write_frame(zygote, {"op": "fork", "role": role, "device": "cpu", "light": light, "log": str(log)})
+    protocol.write_frame(zygote, {"op": "fork", "role": role, "device": "cpu", "light_first": light, "log": str(log)})
     socket.send_fds(zygote, [b"x"], [theirs.fileno()])
     theirs.close()
     return ours, protocol.read_frame(zygote)

@@ -827,7 +827,7 @@ namespace {
 
 // The zygote that forks the engine's runners (runner.h), in `scratch`; null where it is turned off
 // (TRITIUM_ZYGOTE=0: each runner starts on its own, the baseline of `engine_bench.py scale
-// --zygote both`) or does not start (each runner then does, and the first reports what is wrong).
+// --zygote on,off`) or does not start (each runner then does, and the first reports what is wrong).
 std::unique_ptr<exec::Zygote> start_zygote(const EngineOptions& options, const fs::path& scratch) {
   const char* setting = std::getenv("TRITIUM_ZYGOTE");
   if (setting && std::string_view(setting) == "0") return nullptr;

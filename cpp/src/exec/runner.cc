@@ -272,8 +272,7 @@ Result<process::Child> Zygote::fork(const RunnerOptions& options, int channel, c
                      {"device", options.device},
                      {"threads", options.threads},
                      {"warm_compile", options.warm_compile},
-                     {"light_first", options.light_first},
-                     {"light", options.light_first},  // forked before the zygote's imports of every role
+                     {"light_first", options.light_first},  // forked before the zygote's imports of every role
                      {"log", log_path}};
   std::string payload;
   // The first fork that is not light waits for the zygote's imports (seconds).

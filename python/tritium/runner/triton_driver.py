@@ -38,13 +38,16 @@ def _cache_files(directory: str) -> dict[str, bytes]:
     return files
 
 
+def _build_env(cache: str) -> dict[str, str]:
+    return {**os.environ, "TRITON_CACHE_DIR": cache, "TRITON_INTERPRET": "0"}
+
+
 def build_driver_files(python: str = sys.executable, timeout_s: float = BUILD_TIMEOUT_S) -> dict[str, bytes]:
     """The files Triton's cache holds after it built its CUDA driver module: relative path -> bytes;
     empty when the build failed (no GPU toolchain, another backend)."""
     with tempfile.TemporaryDirectory(prefix="tritium-triton-") as cache:
-        env = {**os.environ, "TRITON_CACHE_DIR": cache, "TRITON_INTERPRET": "0"}
         try:
-            done = subprocess.run([python, "-c", _BUILD], env=env, capture_output=True, timeout=timeout_s)
+            done = subprocess.run([python, "-c", _BUILD], env=_build_env(cache), capture_output=True, timeout=timeout_s)
         except (OSError, subprocess.TimeoutExpired):
             return {}
         return _cache_files(cache) if done.returncode == 0 else {}
@@ -72,13 +75,12 @@ class DriverSeed:
         return self._files
 
 
-# The shared build: the marker, written last (atomically), says "ok" or "failed".
-_SHARED_BUILD = """
+# The shared build: _BUILD, then a marker, written last (atomically), that says "ok" or "failed".
+_SHARED_BUILD = f"""
 import os, sys
 marker = sys.argv[1]
 try:
-    from triton.backends.nvidia.driver import CudaUtils
-    CudaUtils()
+    {_BUILD}
     outcome = "ok"
 except Exception:
     outcome = "failed"
@@ -97,10 +99,9 @@ class SharedDriverSeed:
     def __init__(self, directory: str, python: str = sys.executable):
         self.cache, self.marker = os.path.join(directory, "cache"), os.path.join(directory, "built")
         os.makedirs(self.cache, exist_ok=True)
-        env = {**os.environ, "TRITON_CACHE_DIR": self.cache, "TRITON_INTERPRET": "0"}
         self._build = subprocess.Popen(
             [python, "-c", _SHARED_BUILD, self.marker],
-            env=env,
+            env=_build_env(self.cache),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

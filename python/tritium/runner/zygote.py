@@ -13,7 +13,7 @@ Protocol (the engine's cpp/src/exec/runner.cc, class Zygote), on its channel: a 
 carrying the new runner's channel (SCM_RIGHTS); the answer {"ok": true, "pid": N}. The runner leads
 its own process group (the engine kills it as a group, as it kills a runner it started), dies with
 the zygote (parent-death signal), and the zygote, which ignores SIGCHLD, never leaves it a zombie.
-A `light` request (the engine's first runner, which answers creation's light requests) is forked
+A runner with `light_first` (the engine's first, which answers creation's light requests) is forked
 at once; the others after the imports of every role, done once.
 """
 
@@ -68,7 +68,7 @@ class Zygote:
             for fd in fds:
                 os.close(fd)
             return {"ok": False, "error": "a zygote forks runners: op fork, a role and one descriptor"}
-        if not request.get("light"):
+        if not request.get("light_first"):
             self._set_up()
         sys.stdout.flush()
         sys.stderr.flush()
