@@ -736,7 +736,9 @@ def _warm_file_cache(device: str) -> float:
     neither pays for reading them from a cold disk, whichever runs first. (It does not explain why
     the first engine created on a fresh H200 machine took 12-17 s, the second 5.5 s.) Seconds."""
     began = time.perf_counter()
-    make = "torch.zeros(1, device='cuda')" if device == "cuda" else "None"
+    # cuBLAS too (loaded at the first matmul, hundreds of MB): the suite's matmuls load it in the engine
+    make = "(torch.ones(64, 64, device='cuda') @ torch.ones(64, 64, device='cuda')).sum().item()"
+    make = make if device == "cuda" else "None"
     done = subprocess.run([sys.executable, "-c", f"{WARM_IMPORTS}; {make}"], capture_output=True, text=True)
     if done.returncode != 0:  # the comparison would then depend on which side ran first again
         raise RuntimeError(f"warming the file cache failed: {done.stderr.strip()[-300:]}")
@@ -872,6 +874,79 @@ def memory_use(verdicts: list[dict]) -> list[dict]:
     return rows
 
 
+# Where a job's hold of the memory gate went: its worker's phases (the rest: the engine's start of
+# the job, the worker waiting on its comparer, the end).
+JOB_PHASES = ("startup", "cuda_init", "load", "compile", "checked", "lock_wait", "timed", "coverage", "ship_spots")
+
+
+def memory_time(verdicts: list[dict], start_ms: float, budget_gib: float) -> dict:
+    """The memory gate's reservations laid out in time, from the engine's `admitted_at` and
+    `released_at` stamps: GiB x s held by jobs, references and reference timings (each reference
+    and timing once: they are copied into each of their task's verdicts), a job's hold split by its
+    worker's phases, and how full the gate was over the run (the share of its room reserved)."""
+    holds = {}  # (kind, its stamps and size; a job: its verdict) -> (GiB, admitted s, released s)
+    job_phases = dict.fromkeys(JOB_PHASES, 0.0)
+    timing_phases = {"compile": 0.0, "lock_wait": 0.0, "exclusive": 0.0}
+    for i, v in enumerate(verdicts):
+        p = v.get("phases_ms") or {}
+        for kind, side, at, end, mib in (
+            ("jobs", "", "engine.admitted_at", "engine.released_at", "mem.job_reserved_mib"),
+            ("references", "reference.", "engine_admitted_at", "engine_released_at", "mem.reserved_mib"),
+            ("timings", "reference_timing.", "engine_admitted_at", "engine_released_at", "mem.reserved_mib"),
+        ):
+            at, end, mib = side + at, side + end, side + mib
+            if at not in p or end not in p or mib not in p:
+                continue
+            key = (kind, i) if kind == "jobs" else (kind, p[at], p[end], p[mib])  # two may start at once
+            if key in holds:
+                continue
+            gib = p[mib] / 1024
+            for name, sums in (("jobs", job_phases), ("timings", timing_phases)):
+                if kind == name:
+                    for phase_name in sums:
+                        sums[phase_name] += gib * p.get(side + phase_name, 0.0) / 1000
+            holds[key] = (gib, (p[at] - start_ms) / 1000, (p[end] - start_ms) / 1000)
+    by_kind = {}
+    for (kind, *_), (gib, began, ended) in holds.items():
+        by_kind[kind] = by_kind.get(kind, 0.0) + gib * (ended - began)
+    events = sorted([(b, g) for g, b, _ in holds.values()] + [(e, -g) for g, _, e in holds.values()])
+    reserved, last, full_s, peak, span = 0.0, None, 0.0, 0.0, 0.0
+    for t, change in events:
+        if last is not None and budget_gib and reserved >= 0.8 * budget_gib:
+            full_s += t - last
+        if last is not None:
+            span += t - last if reserved > 0 else 0.0
+        reserved += change
+        peak, last = max(peak, reserved), t
+    total = sum(by_kind.values())
+    return {
+        "gib_s": {k: round(x) for k, x in by_kind.items()},
+        "total_gib_s": round(total),
+        "packed_s": round(total / budget_gib, 1) if budget_gib else None,  # every GiB x s packed into the room
+        "held_s": round(span, 1),  # the time anything was reserved
+        "over_80pct_s": round(full_s, 1),  # the time the gate was at least 80% reserved
+        "peak_reserved_gib": round(peak, 1),
+        "job_phases_gib_s": {k: round(x) for k, x in job_phases.items()},
+        "timing_phases_gib_s": {k: round(x) for k, x in timing_phases.items()},
+    }
+
+
+def _print_memory_time(m: dict, budget_gib: float) -> None:
+    print(
+        f"  memory x time (GiB x s): {m['total_gib_s']} ({', '.join(f'{k} {x}' for k, x in m['gib_s'].items())}); "
+        f"packed into the gate's {budget_gib:.1f} GiB: {m['packed_s']} s; something reserved {m['held_s']} s, "
+        f"the gate 80%+ reserved {m['over_80pct_s']} s, at most {m['peak_reserved_gib']} GiB",
+        flush=True,
+    )
+    print(
+        "    jobs' holds by worker phase: "
+        + ", ".join(f"{k} {x}" for k, x in m["job_phases_gib_s"].items() if x)
+        + "; timings' by phase: "
+        + ", ".join(f"{k} {x}" for k, x in m["timing_phases_gib_s"].items() if x),
+        flush=True,
+    )
+
+
 def _print_memory(rows: list[dict]) -> None:
     if rows:
         print("  device memory, GiB: reserved by the engine / its processes' peaks", flush=True)
@@ -959,6 +1034,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         "gpu_busy": kernels.shares,
         "timeline": lock_timeline(verdicts, start_ms),
         "memory": memory_use(verdicts),
+        "memory_time": memory_time(verdicts, start_ms, info.get("memory_budget_gb") or 0.0),
     }
     print(
         f"engine {options}: memory waits {info.get('memory_waits')}, retries alone {info.get('memory_retries')}, "
@@ -987,6 +1063,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         most, where = max(scratch)
         print(f"  candidates' scratch (tmpfs, 256 MiB): most {most:.1f} MiB ({where})")
     _print_timeline(run["timeline"])
+    _print_memory_time(run["memory_time"], info.get("memory_budget_gb") or 0.0)
     _print_memory(run["memory"])
     for entry, verdict in zip(batch, verdicts):  # before the naive run, which may be cut short
         phases = {k: round(v / 1000, 1) for k, v in (verdict.get("phases_ms") or {}).items() if not k.endswith("_at")}
@@ -1017,7 +1094,10 @@ def scale(args) -> dict:
     # imports no torch): importing tritium.api imports torch in this process, seconds on a fresh GPU
     # machine that the first engine's "created in" counted, and the naive harness after it did not.
     _ = tritium.Engine
-    print(f"file cache warmed in {warmed_s:.1f} s (what both sides import, imported once; a context made)", flush=True)
+    print(
+        f"file cache warmed in {warmed_s:.1f} s (what both sides import, imported once; a context and cuBLAS)",
+        flush=True,
+    )
     # The first engine (the defaults, unless --gather or --zygote say otherwise) is the one the targets
     # judge; further --gather and --zygote values run engines of their own beside it, for comparison.
     runs = [

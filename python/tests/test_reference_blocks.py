@@ -209,3 +209,27 @@ def test_a_timing_the_per_call_test_marks_is_measured_again_with_a_head_start(de
         assert made[20:] == list(range(20, 20 + timing.HEAD_START_CALLS))  # fresh inputs of their own
         assert info["host_wait_ms"] == pytest.approx(max(0.0, host_ms - lag_ms - 0.08))
         assert info["host_bound"] is host_bound
+
+
+def test_the_timing_compiles_in_its_own_process_without_inductors_pool(monkeypatch):
+    """torch.compile is called with Inductor's compile threads at 1: no pool of compile processes
+    (one a core, each importing torch) for a short-lived timing worker to start and tear down."""
+    import torch
+    import torch._inductor.config as inductor_config
+    from conftest import EXAMPLE_TASKS
+
+    from tritium.runner.tasks import load_module
+
+    monkeypatch.setattr(inductor_config, "compile_threads", 16)
+    threads = []
+
+    def compile_(model, **_):
+        threads.append(inductor_config.compile_threads)
+        return model
+
+    monkeypatch.setattr(torch, "compile", compile_)
+    monkeypatch.setattr(reference, "_timed_blocks", lambda fns, *_: dict.fromkeys(fns, {}))  # CUDA events: not here
+    source = (EXAMPLE_TASKS / "level1" / "01_relu.py").read_text()
+    module = load_module(source, "relu.py")
+    result = reference._time_references(module.Model(), module, "cpu", GpuLock(None), 0)
+    assert threads == [1] and result["compile_error"] is None

@@ -56,6 +56,12 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+// Now, in ms since the epoch: the moments a reservation of the memory gate began and ended, which
+// the processes' own `*_at` phases are stamped in (engine_bench.py scale lays them out in time).
+double epoch_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::uint64_t fresh_seed() {
   std::random_device rd;
   return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
@@ -414,9 +420,11 @@ struct Engine::Impl {
       step = Clock::now();
       const auto room = memory->enter(reserved);
       engine_side["engine_admission"] = ms_since(step);
+      engine_side["engine_admitted_at"] = epoch_ms();
       step = Clock::now();
       reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
       engine_side["engine_call"] = ms_since(step);
+      engine_side["engine_released_at"] = epoch_ms();
       if (alone ||
           !out_of_memory(reply.kind == exec::Reply::Kind::ok ? reply.body.value("error", std::string()) : reply.detail))
         break;
@@ -493,12 +501,15 @@ struct Engine::Impl {
     timers.submit([this, timing, ref, request = task_request("time_reference", task, ref->dir)](int) {
       const std::uintmax_t reserved = timing_memory(ref->body);
       const auto room = memory->enter(reserved);
+      const double admitted_at = epoch_ms();
       const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
       // A reference that cannot be timed leaves its candidates untimed, with the reason.
       if (reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false)) {
         Json timed = reply.body.value("timing", Json());
         if (timed.is_object() && timed.contains("phases_ms") && timed["phases_ms"].is_object())
-          timed["phases_ms"]["mem.reserved_mib"] = static_cast<double>(reserved) / (1 << 20);
+          timed["phases_ms"].update({{"mem.reserved_mib", static_cast<double>(reserved) / (1 << 20)},
+                                     {"engine_admitted_at", admitted_at},
+                                     {"engine_released_at", epoch_ms()}});
         timing->set_value(std::move(timed));
       } else {
         timing->set_value(Json{
@@ -667,8 +678,10 @@ struct Engine::Impl {
         const auto room = memory->enter(reserved);
         since("engine.admission");
         engine_phases["mem.job_reserved_mib"] = static_cast<double>(reserved) / (1 << 20);
+        engine_phases["engine.admitted_at"] = epoch_ms();
         auto [reply, comparison] = run_job(slot, task, ref, *job, *channel);
         since("engine.job");
+        engine_phases["engine.released_at"] = epoch_ms();
         exec::judge(reply, comparison, ref.body, v);
         add_phases(v, engine_phases, comparison, ref.body);
         if (alone || v.status == "correct" || !out_of_memory(v.message)) break;

@@ -75,15 +75,23 @@ class Footprint:
         return self.inputs + self.outputs + self.params
 
     def reference_peak(self) -> int:
-        """What the reference (reference._trial) holds at its peak: the float64 check, with the
-        trial's inputs and outputs alive beside their float64 twins and the twin forward's own
-        temporaries (3 x (inputs + outputs) + 2 x temporaries); or a second draw beside a trial
-        (the reproducibility check); plus the parameters and their float64 twin. Measured on an H100
-        (2026-12-07, engine_bench.py scale) against this: elementwise over 6 GiB 36.0 GiB (36.0 here),
-        MSE 40.0 (40.0), hinge 44.0 (40.0), sum and argmax 26.0 (24.0), cumsum 25.1 (24.0)."""
+        """What the reference (reference._trial) holds at its peak: the float64 check, which makes
+        the trial's inputs again and their float64 twins beside them (3 x inputs), runs the twin
+        (2 x (inputs + outputs + temporaries)), rounds its outputs to float32 (3 x outputs), then
+        makes the trial again beside them (inputs + 2 x outputs + temporaries); or a second draw
+        beside a trial (the reproducibility check); plus the parameters and their float64 twin.
+        Measured on an H100 (2026-12-07, engine_bench.py scale) when the check held the trial's
+        float32 tensors beside the twin's (3 x (inputs + outputs) + 2 x temporaries, then counted
+        so): elementwise over 6 GiB 36.0 GiB (36.0 counted), MSE 40.0 (40.0), hinge 44.0 (40.0),
+        sum and argmax 26.0 (24.0), cumsum 25.1 (24.0)."""
         temporaries = max(0, self.forward_peak - self.outputs)
         draw = self.draw_peak + self.largest_input_elements
-        checked = 3 * (self.inputs + self.outputs) + 2 * temporaries
+        checked = max(
+            3 * self.inputs,
+            2 * (self.inputs + self.outputs + temporaries),
+            3 * self.outputs,
+            self.inputs + 2 * self.outputs + temporaries,
+        )
         return 3 * self.params + max(checked, self.inputs + self.outputs + draw, self.inputs + self.forward_peak)
 
 

@@ -11,6 +11,7 @@ reference by the same protocol as candidates.
 
 import contextlib
 import copy
+import functools
 import os
 import time
 
@@ -100,25 +101,44 @@ def degenerate(outputs: list[torch.Tensor], values: list, atol: float) -> list[s
     return found
 
 
-def _conditioning(model64, values: list, outputs: list, mode: str, device: str, atol: float) -> tuple[bool, list]:
-    """Whether the task's own dtype computes these inputs well within the tolerance, and its own
-    error: the largest |float32 - float64| of each output (0.0 where not floating; [] without a
-    float64 twin). Well within means its outputs agree with a float64 evaluation of the same model to
-    CONDITION_MARGIN of the tolerance. A wide-range input to a long reduction can cancel terms far
-    above the tolerance; and an honest kernel that sums in another order errs as much as the
-    reference in another direction, so the reference alone must leave it most of the tolerance
-    (seen: a tl.dot matmul 1.2x the tolerance away from torch's, on a trial where torch's own error
-    was inside it)."""
-    atol *= CONDITION_MARGIN
-    if model64 is None:
-        return True, []
-    release_cached(device)  # the draw's and the forward's freed blocks: the twin's tensors are twice as large
+def _exact(model64, draw, mode: str, device: str, dtypes: list) -> list | None:
+    """The float64 twin's outputs on the trial's inputs made again (`draw`), each rounded to float32
+    unless the task's own output (`dtypes`) is float64; None for a model without float64 support.
+    Made with nothing else of the trial alive: the float64 inputs from a draw beside them (3 x the
+    inputs), then the twin's forward (2 x inputs, outputs and temporaries), where holding the
+    trial's float32 tensors beside its float64 twins held 6 sets of a 6 GiB elementwise task (36.0
+    GiB on an H100, 2026-12-07). Rounding to float32 errs by 2^-24 of a value, under 0.3% of the
+    check's tolerance (CONDITION_MARGIN of it), and halves what waits for the float32 outputs."""
+    release_cached(device)  # the forward's freed blocks: the twin's tensors are twice as large
     try:
-        values64 = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
+        values64 = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in draw()]
+        # The float32 draw's blocks, kept by the allocator, would stand beside the twin's outputs,
+        # which do not fit in them: 31.5 GiB reserved for 24 allocated (H100, 2026-12-07).
+        release_cached(device)
         exact = _forward(model64, values64, mode, device)
     except Exception as exc:  # noqa: BLE001 - a model without float64 support: nothing to compare with
         if out_of_memory(exc):  # beside other jobs: the engine runs the reference again alone
             raise
+        return None
+    del values64
+    for i, dtype in zip(range(len(exact)), dtypes):
+        if exact[i].dtype == torch.float64 and dtype != torch.float64:
+            exact[i] = exact[i].float()
+    release_cached(device)  # the twin's blocks, before the trial is made again
+    return exact
+
+
+def _conditioning(exact: list | None, outputs: list, atol: float) -> tuple[bool, list]:
+    """Whether the task's own dtype computes these inputs well within the tolerance, and its own
+    error: the largest |float32 - float64| of each output (0.0 where not floating; [] without a
+    float64 twin). Well within means its outputs agree with a float64 evaluation of the same model
+    (`exact`: _exact) to CONDITION_MARGIN of the tolerance. A wide-range input to a long reduction
+    can cancel terms far above the tolerance; and an honest kernel that sums in another order errs as
+    much as the reference in another direction, so the reference alone must leave it most of the
+    tolerance (seen: a tl.dot matmul 1.2x the tolerance away from torch's, on a trial where torch's
+    own error was inside it)."""
+    atol *= CONDITION_MARGIN
+    if exact is None:
         return True, []
     # In chunks (compare.py): on a GPU-size output, allclose on float64 copies took 5x its bytes.
     from .compare import compare_tensor
@@ -178,26 +198,37 @@ def _trial(
     for attempt, distribution in enumerate(trial_inputs.fallbacks(spec["distribution"])):
         if attempt and gpu is not None:  # a queued timer's drain waits out one attempt, not three
             gpu.yield_to_timers()
+        draw = functools.partial(
+            trial_inputs.trial_values, module, {**spec, "distribution": distribution}, seed, device
+        )
         with phase(phases, "forward"):
-            values, drawn = allocation_above(
-                device, trial_inputs.trial_values, module, {**spec, "distribution": distribution}, seed, device
-            )
+            values, drawn = allocation_above(device, draw)
             outputs, needed = allocation_above(device, _forward, model, values, spec["mode"], device)
             phases["draw_bytes"] = max(phases.get("draw_bytes", 0), drawn)
             phases["forward_bytes"] = max(phases.get("forward_bytes", 0), needed)
-        if gpu is not None and model64 is not None:
+        task = distribution == "task"
+        twin = model64 if check_task or not task else None
+        if not task and not _finite(outputs):
+            del values, outputs  # a GPU-size trial's tensors go before the next fallback's are drawn
+            continue
+        if twin is None:
+            return values, outputs, distribution, None
+        if gpu is not None:
             gpu.yield_to_timers()
-        if distribution == "task":
-            with phase(phases, "float64"):
-                well, errors = _conditioning(
-                    model64 if check_task else None, values, outputs, spec["mode"], device, atol
-                )
+        with phase(phases, "float64"):
+            dtypes = [t.dtype for t in outputs]
+            del values, outputs  # made again after the twin's: not alive beside its float64 tensors
+            with phase(phases, "float64.twin"):
+                exact = _exact(twin, draw, spec["mode"], device, dtypes)
+            with phase(phases, "float64.again"):
+                values = draw()
+                outputs = _forward(model, values, spec["mode"], device)
+            with phase(phases, "float64.compare"):
+                well, errors = _conditioning(exact, outputs, atol)
+            del exact
+        if task or well:
             return values, outputs, distribution, None if well else errors
-        if _finite(outputs):
-            with phase(phases, "float64"):
-                if _conditioning(model64, values, outputs, spec["mode"], device, atol)[0]:
-                    return values, outputs, distribution, None
-        del values, outputs  # a GPU-size trial's tensors go before the next fallback's are drawn
+        del values, outputs
     raise AssertionError("unreachable: the task distribution always returns")
 
 
@@ -332,6 +363,7 @@ def _time_references(model, module, device: str, gpu: GpuLock, seed: int) -> dic
             with phase(phases, "compile"):
                 # Outside the share: the first torch.compile() of a process imports Inductor (1.4-1.6 s
                 # in a forked worker on the H200), host work that held every drain of the GPU's sharers.
+                compile_in_process()
                 compiled = torch.compile(model)
                 with gpu.shared(), unshared_while_compiling(gpu):
                     compiled(*fresh(-100))
@@ -441,6 +473,17 @@ def warm_up() -> None:
     """Imports, in the runner before it forks, what sizing a trial on the meta device
     (footprint.measure) would import lazily in every worker: torch._dynamo, over a second."""
     import torch._dynamo  # noqa: F401
+
+
+def compile_in_process() -> None:
+    """Inductor compiles this worker's kernels itself, without its pool of compile processes. On
+    a GPU host torch.compile starts one (a process a core, each importing torch: 16 on an H100's
+    host) that a short-lived timing worker never uses (the pool is not ready before its few kernels
+    are compiled in process) and must then tear down: its timings' reservations outlived their
+    work by 1.1-2.1 s (H100, 2026-12-07), the output pipe held open by the pool past the worker's exit."""
+    import torch._inductor.config
+
+    torch._inductor.config.compile_threads = 1
 
 
 def warm_compile() -> None:
