@@ -87,3 +87,26 @@ def test_the_zygotes_shared_seed_ends_with_the_module_on_a_gpu_and_nothing_witho
         assert any("cuda_utils" in name for name in files), sorted(files)
     else:
         assert files == {} and (tmp_path / "driver" / "built").read_text() == "failed"
+
+
+def test_tritons_key_is_computed_once_before_the_runner_forks_and_a_worker_inherits_it(monkeypatch):
+    """warm_cache_key() in the parent: a forked child finds Triton's key of its own build already
+    computed (hashing libtriton is not done again at its first launch); under the interpreter,
+    which compiles nothing, it is not computed."""
+    from triton.runtime.cache import triton_key
+
+    triton_key.cache_clear()
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    triton_driver.warm_cache_key()
+    assert triton_key.cache_info().currsize == 0
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    triton_driver.warm_cache_key()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(write, b"1" if triton_key.cache_info().currsize == 1 else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
+    os.close(read)
+    os.close(write)

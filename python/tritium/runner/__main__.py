@@ -107,6 +107,9 @@ def _set_up(role: str, warm_compile: bool) -> dict:
     Done before the hello; with --light-first, after it and the light requests (LIGHT_OPS) that an
     engine's creation makes: it waited for its first runner's hello, which these imports held back
     (6.2 s of a 9.5-s creation, H100 2026-12-07)."""
+    from .triton_driver import warm_cache_key
+
+    warm_cache_key()
     if role == "candidate":
         import triton.language  # noqa: F401
 

@@ -490,8 +490,14 @@ def warm_compile() -> None:
     """Imports Inductor, which a reference timing's torch.compile imports at its first call: 1.4-1.6
     s in every forked worker (H200), spent while the timing's device memory is reserved. Imported
     in the runner, every worker it forks has it. Inductor starts no thread when imported (a fork
-    would not carry one)."""
+    would not carry one). Its key of torch's own build (a hash of torch's sources, 0.9 s on this
+    2-core machine, kept per process) is computed here too, not in every timing's compile."""
+    import torch._inductor.codecache as codecache
     import torch._inductor.compile_fx  # noqa: F401
+
+    torch_key = getattr(codecache, "torch_key", None)
+    if torch_key is not None:
+        torch_key()
 
 
 def _build(request: dict, filename: str, seed: int):
