@@ -500,14 +500,16 @@ struct Engine::Impl {
     }
     timers.submit([this, timing, ref, request = task_request("time_reference", task, ref->dir)](int) {
       const std::uintmax_t reserved = timing_memory(ref->body);
+      const auto queued = Clock::now();
       const auto room = memory->enter(reserved);
-      const double admitted_at = epoch_ms();
+      const double admission_ms = ms_since(queued), admitted_at = epoch_ms();
       const exec::Reply reply = call_trusted(request, kReferenceTimeoutS + kBackstopS);
       // A reference that cannot be timed leaves its candidates untimed, with the reason.
       if (reply.kind == exec::Reply::Kind::ok && reply.body.value("ok", false)) {
         Json timed = reply.body.value("timing", Json());
         if (timed.is_object() && timed.contains("phases_ms") && timed["phases_ms"].is_object())
           timed["phases_ms"].update({{"mem.reserved_mib", static_cast<double>(reserved) / (1 << 20)},
+                                     {"engine_admission", admission_ms},
                                      {"engine_admitted_at", admitted_at},
                                      {"engine_released_at", epoch_ms()}});
         timing->set_value(std::move(timed));
