@@ -139,3 +139,32 @@ def test_the_reference_runs_its_float64_twin_with_none_of_the_trials_float32_ten
     assert alive == [0, 4 * n]  # nothing before the twin; after it, its outputs in float32
     assert torch.equal(outputs[0], torch.relu(values[0]))  # the trial made again, the same
     assert peaks == [8 * n + 8 * n]  # the twin's float64 input and output
+
+
+def test_the_trial_made_again_after_the_twin_leaves_a_batchnorm_updated_once_as_its_twin():
+    """A train-mode BatchNorm updates its running statistics at each forward: the trial made again
+    after the float64 twin starts from the buffers the first forward found, so the model and its
+    twin stay in step (the next eval-mode trial's check compares them)."""
+    from tritium.runner import reference
+
+    module = _task(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.bn = torch.nn.BatchNorm1d(4)\n"
+        "    def forward(self, x):\n"
+        "        return self.bn(x)\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(64, 4) * 3 + 1]\n"
+        "def get_init_inputs():\n"
+        "    return []\n"
+    )
+    model = module.Model()
+    twin = reference._float64_twin(model)
+    spec = {"index": 0, "distribution": "task", "mode": "train"}
+    _, _, used, own_error = reference._trial(module, model, spec, 0, "cpu", twin, 1e-4)
+    assert used == "task" and own_error is None
+    assert int(model.bn.num_batches_tracked) == int(twin.bn.num_batches_tracked) == 1
+    assert torch.allclose(model.bn.running_mean.double(), twin.bn.running_mean, atol=1e-6)
+    assert torch.allclose(model.bn.running_var.double(), twin.bn.running_var, atol=1e-6)

@@ -162,6 +162,18 @@ def out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc)
 
 
+def _buffers(model) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The model's buffers and a copy of each: the state a forward may change (a train-mode
+    BatchNorm's running statistics)."""
+    return [(b, b.detach().clone()) for b in model.buffers()]
+
+
+def _restore(saved: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    with torch.no_grad():
+        for buffer, copy_ in saved:
+            buffer.copy_(copy_)
+
+
 def _float64_twin(model):
     try:
         return copy.deepcopy(model).double()
@@ -201,6 +213,7 @@ def _trial(
         draw = functools.partial(
             trial_inputs.trial_values, module, {**spec, "distribution": distribution}, seed, device
         )
+        state = _buffers(model)  # the trial made again below starts where this one did
         with phase(phases, "forward"):
             values, drawn = allocation_above(device, draw)
             outputs, needed = allocation_above(device, _forward, model, values, spec["mode"], device)
@@ -221,6 +234,9 @@ def _trial(
             with phase(phases, "float64.twin"):
                 exact = _exact(twin, draw, spec["mode"], device, dtypes)
             with phase(phases, "float64.again"):
+                # Its buffers as the first forward found them: a train-mode BatchNorm then updates its
+                # running statistics once a trial, as its float64 twin's and the comparer's do.
+                _restore(state)
                 values = draw()
                 outputs = _forward(model, values, spec["mode"], device)
             with phase(phases, "float64.compare"):
