@@ -1,0 +1,165 @@
+"""Replays an `engine_bench.py scale` run's memory reservations under another room or admission
+order, without a GPU: what the suite's evaluation would take on a card with more memory (an H200's
+125 GiB of room against an H100's 71), or with timings let in first.
+
+  python python/benchmarks/gate_replay.py scale.json --rooms 70.8,125 --orders fcfs,timings-first
+
+Each reservation keeps the size and the duration it had in the run (from the engine's
+`*admitted_at`/`*released_at` stamps): the replay moves holds in time, it does not model how a
+hold would stretch with more work beside it on the GPU, so it bounds from below what a larger card
+gives. Its scheme is the engine's: prefetch threads compute the tasks' references in task order,
+slots take the batch's items in order (a job waits for its task's reference, or computes it), timer
+threads time each task once its reference is done, and one gate admits references, timings and
+jobs, first come first served (`fcfs`) or timings before the rest (`timings-first`). A request
+larger than the room is admitted alone.
+"""
+
+import argparse
+import dataclasses
+import heapq
+import json
+
+
+@dataclasses.dataclass(frozen=True)
+class Hold:
+    gib: float
+    seconds: float
+
+
+def holds_of(items: list[dict]) -> tuple[dict, dict, list]:
+    """(task -> its reference's Hold, task -> its timing's Hold, [(task, a job's Hold)] in batch
+    order) from the scale benchmark's items (each with "task" and "phases_ms")."""
+    refs, timings, jobs = {}, {}, []
+    for item in items:
+        p = item.get("phases_ms") or {}
+        for side, found in (("reference.", refs), ("reference_timing.", timings)):
+            if side + "engine_admitted_at" in p:
+                seconds = (p[side + "engine_released_at"] - p[side + "engine_admitted_at"]) / 1000
+                found[item["task"]] = Hold(p[side + "mem.reserved_mib"] / 1024, seconds)
+        if "engine.admitted_at" in p:
+            seconds = (p["engine.released_at"] - p["engine.admitted_at"]) / 1000
+            jobs.append((item["task"], Hold(p["mem.job_reserved_mib"] / 1024, seconds)))
+    return refs, timings, jobs
+
+
+class Replay:
+    """One replay: an event queue in time and the gate's line."""
+
+    def __init__(self, refs: dict, timings: dict, room: float, order: str):
+        self.refs, self.timings, self.room, self.order = refs, timings, room, order
+        self.now, self.used, self.tick = 0.0, 0.0, 0
+        self.events, self.line = [], []  # (time, tick, fn); [tick, kind, gib, fn] waiting to enter
+        self.ref_done, self.ref_started, self.ref_waiters = set(), set(), {}
+        self.timer_line, self.ends = [], []
+
+    def at(self, seconds: float, fn) -> None:
+        self.tick += 1
+        heapq.heappush(self.events, (seconds, self.tick, fn))
+
+    def hold(self, kind: str, hold: Hold, then) -> None:
+        """Enters the gate, holds for the hold's seconds, leaves, then calls `then`."""
+
+        def admitted():
+            self.at(self.now + hold.seconds, lambda: (self._leave(hold.gib), then()))
+
+        self.tick += 1
+        self.line.append([self.tick, kind, min(hold.gib, self.room), admitted])
+        self._admit()
+
+    def _leave(self, gib: float) -> None:
+        self.used -= min(gib, self.room)
+        self._admit()
+
+    def _admit(self) -> None:
+        while self.line:
+            first = min(self.line, key=lambda w: (self.order == "timings-first" and w[1] != "timing", w[0]))
+            if self.used > 0 and self.used + first[2] > self.room + 1e-9:
+                return
+            self.line.remove(first)
+            self.used += first[2]
+            first[3]()
+
+    def reference(self, task: str, then) -> None:
+        self.ref_started.add(task)
+
+        def done():  # the engine submits the timing from the thread that computed the reference
+            self.ref_done.add(task)
+            self.timer_line.append(task)
+            self.next_timing()
+            for fn in self.ref_waiters.pop(task, []):
+                fn()
+            then()
+
+        self.hold("reference", self.refs[task], done)
+
+    def next_timing(self) -> None:
+        while self.free_timers and self.timer_line:
+            task = self.timer_line.pop(0)
+            self.free_timers -= 1
+
+            def done():
+                self.ends.append(self.now)
+                self.free_timers += 1
+                self.next_timing()
+
+            self.hold("timing", self.timings.get(task, Hold(0.0, 0.0)), done)
+
+    def run(self, tasks: list[str], jobs: list, slots: int, prefetch: int, timers: int) -> float:
+        """The span from the first admission to the last release, in seconds."""
+        self.free_timers, free_prefetch, queue = timers, [prefetch], list(tasks)
+
+        def next_prefetch():
+            while free_prefetch[0] and queue:
+                task = queue.pop(0)
+                if task in self.ref_started:
+                    continue
+                free_prefetch[0] -= 1
+                self.reference(task, lambda: (free_prefetch.__setitem__(0, free_prefetch[0] + 1), next_prefetch()))
+
+        jobs = list(jobs)
+
+        def next_job():
+            if not jobs:
+                return
+            task, hold = jobs.pop(0)
+
+            def start():
+                self.hold("job", hold, lambda: (self.ends.append(self.now), next_job()))
+
+            if task in self.ref_done:
+                start()
+            else:
+                self.ref_waiters.setdefault(task, []).append(start)
+                if task not in self.ref_started:
+                    self.reference(task, lambda: None)
+
+        next_prefetch()
+        for _ in range(slots):
+            next_job()
+        while self.events:
+            self.now, _, fn = heapq.heappop(self.events)
+            fn()
+        return max(self.ends, default=0.0)
+
+
+def replay(items: list[dict], room: float, order: str = "fcfs", slots: int = 8, prefetch: int = 4, timers: int = 4):
+    refs, timings, jobs = holds_of(items)
+    tasks = list(dict.fromkeys(item["task"] for item in items if item["task"] in refs))
+    return Replay(refs, timings, room, order).run(tasks, jobs, slots, prefetch, timers)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("scale_json", help="engine_bench.py scale --json FILE's output")
+    parser.add_argument("--rooms", default="70.8,125", help="GiB the gate admits into, comma-separated")
+    parser.add_argument("--orders", default="fcfs,timings-first")
+    args = parser.parse_args()
+    with open(args.scale_json) as f:
+        items = json.load(f)["scale"]["items"]
+    for room in (float(r) for r in args.rooms.split(",")):
+        for order in args.orders.split(","):
+            print(f"room {room:6.1f} GiB, {order:13}: {replay(items, room, order):5.1f} s from the first admission")
+
+
+if __name__ == "__main__":
+    main()
