@@ -213,14 +213,14 @@ def _trial(
         draw = functools.partial(
             trial_inputs.trial_values, module, {**spec, "distribution": distribution}, seed, device
         )
-        state = _buffers(model)  # the trial made again below starts where this one did
+        task = distribution == "task"
+        twin = model64 if check_task or not task else None
+        state = _buffers(model) if twin is not None else []  # the trial made again below starts where this did
         with phase(phases, "forward"):
             values, drawn = allocation_above(device, draw)
             outputs, needed = allocation_above(device, _forward, model, values, spec["mode"], device)
             phases["draw_bytes"] = max(phases.get("draw_bytes", 0), drawn)
             phases["forward_bytes"] = max(phases.get("forward_bytes", 0), needed)
-        task = distribution == "task"
-        twin = model64 if check_task or not task else None
         if not task and not _finite(outputs):
             del values, outputs  # a GPU-size trial's tensors go before the next fallback's are drawn
             continue
