@@ -58,6 +58,8 @@ import time
 from collections import Counter
 from unittest import mock
 
+import gate_replay  # beside this file: the stamps of the memory gate's reservations
+
 import tritium
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -885,27 +887,19 @@ def memory_time(verdicts: list[dict], start_ms: float, budget_gib: float) -> dic
     and timing once: they are copied into each of their task's verdicts), a job's hold split by its
     worker's phases, and how full the gate was over the run (the share of its room reserved)."""
     holds = {}  # (kind, its stamps and size; a job: its verdict) -> (GiB, admitted s, released s)
-    job_phases = dict.fromkeys(JOB_PHASES, 0.0)
-    timing_phases = {"compile": 0.0, "lock_wait": 0.0, "exclusive": 0.0}
+    phase_sums = {  # kind -> its process's phase -> GiB x s held through it
+        "jobs": dict.fromkeys(JOB_PHASES, 0.0),
+        "timings": dict.fromkeys(("compile", "lock_wait", "exclusive"), 0.0),
+    }
     for i, v in enumerate(verdicts):
         p = v.get("phases_ms") or {}
-        for kind, side, at, end, mib in (
-            ("jobs", "", "engine.admitted_at", "engine.released_at", "mem.job_reserved_mib"),
-            ("references", "reference.", "engine_admitted_at", "engine_released_at", "mem.reserved_mib"),
-            ("timings", "reference_timing.", "engine_admitted_at", "engine_released_at", "mem.reserved_mib"),
-        ):
-            at, end, mib = side + at, side + end, side + mib
-            if at not in p or end not in p or mib not in p:
-                continue
-            key = (kind, i) if kind == "jobs" else (kind, p[at], p[end], p[mib])  # two may start at once
+        for kind, gib, at, end, side in gate_replay.reservations(p):
+            key = (kind, i) if kind == "jobs" else (kind, at, end, gib)  # two may start at once
             if key in holds:
                 continue
-            gib = p[mib] / 1024
-            for name, sums in (("jobs", job_phases), ("timings", timing_phases)):
-                if kind == name:
-                    for phase_name in sums:
-                        sums[phase_name] += gib * p.get(side + phase_name, 0.0) / 1000
-            holds[key] = (gib, (p[at] - start_ms) / 1000, (p[end] - start_ms) / 1000)
+            for name in phase_sums.get(kind, {}):
+                phase_sums[kind][name] += gib * p.get(side + name, 0.0) / 1000
+            holds[key] = (gib, (at - start_ms) / 1000, (end - start_ms) / 1000)
     by_kind = {}
     for (kind, *_), (gib, began, ended) in holds.items():
         by_kind[kind] = by_kind.get(kind, 0.0) + gib * (ended - began)
@@ -926,8 +920,8 @@ def memory_time(verdicts: list[dict], start_ms: float, budget_gib: float) -> dic
         "held_s": round(span, 1),  # the time anything was reserved
         "over_80pct_s": round(full_s, 1),  # the time the gate was at least 80% reserved
         "peak_reserved_gib": round(peak, 1),
-        "job_phases_gib_s": {k: round(x) for k, x in job_phases.items()},
-        "timing_phases_gib_s": {k: round(x) for k, x in timing_phases.items()},
+        "job_phases_gib_s": {k: round(x) for k, x in phase_sums["jobs"].items()},
+        "timing_phases_gib_s": {k: round(x) for k, x in phase_sums["timings"].items()},
     }
 
 

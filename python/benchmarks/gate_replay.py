@@ -26,19 +26,37 @@ class Hold:
     seconds: float
 
 
+# Each reservation the engine stamps in a verdict's phases: its kind, the prefix of its stamps
+# ("<prefix>admitted_at", "<prefix>released_at", ms since the epoch), the prefix of its process's
+# own phases, and the phase that holds its size.
+RESERVATIONS = (
+    ("jobs", "engine.", "", "mem.job_reserved_mib"),
+    ("references", "reference.engine_", "reference.", "reference.mem.reserved_mib"),
+    ("timings", "reference_timing.engine_", "reference_timing.", "reference_timing.mem.reserved_mib"),
+)
+
+
+def reservations(phases: dict):
+    """(kind, GiB, admitted ms, released ms, the prefix of its process's phases) of each
+    reservation stamped in one verdict's phases (a task's reference and timing are copied into each
+    of its verdicts)."""
+    for kind, stamp, side, size in RESERVATIONS:
+        at, end = phases.get(stamp + "admitted_at"), phases.get(stamp + "released_at")
+        if at is not None and end is not None and size in phases:
+            yield kind, phases[size] / 1024, at, end, side
+
+
 def holds_of(items: list[dict]) -> tuple[dict, dict, list]:
     """(task -> its reference's Hold, task -> its timing's Hold, [(task, a job's Hold)] in batch
     order) from the scale benchmark's items (each with "task" and "phases_ms")."""
     refs, timings, jobs = {}, {}, []
     for item in items:
-        p = item.get("phases_ms") or {}
-        for side, found in (("reference.", refs), ("reference_timing.", timings)):
-            if side + "engine_admitted_at" in p:
-                seconds = (p[side + "engine_released_at"] - p[side + "engine_admitted_at"]) / 1000
-                found[item["task"]] = Hold(p[side + "mem.reserved_mib"] / 1024, seconds)
-        if "engine.admitted_at" in p:
-            seconds = (p["engine.released_at"] - p["engine.admitted_at"]) / 1000
-            jobs.append((item["task"], Hold(p["mem.job_reserved_mib"] / 1024, seconds)))
+        for kind, gib, at, end, _ in reservations(item.get("phases_ms") or {}):
+            hold = Hold(gib, (end - at) / 1000)
+            if kind == "jobs":
+                jobs.append((item["task"], hold))
+            else:
+                (refs if kind == "references" else timings)[item["task"]] = hold
     return refs, timings, jobs
 
 

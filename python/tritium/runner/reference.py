@@ -123,7 +123,7 @@ def _exact(model64, draw, mode: str, device: str, dtypes: list) -> list | None:
     del values64
     for i, dtype in zip(range(len(exact)), dtypes):
         if exact[i].dtype == torch.float64 and dtype != torch.float64:
-            exact[i] = exact[i].float()
+            exact[i] = exact[i].float()  # no other name holds the float64 output: it goes here
     release_cached(device)  # the twin's blocks, before the trial is made again
     return exact
 
