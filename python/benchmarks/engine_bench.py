@@ -654,6 +654,32 @@ def _disagreements(items: list[dict], beside: dict | None = None) -> list[str]:
     return out
 
 
+REPEAT_CV = 0.02  # an honest kernel's speedup across engines (issue 22)
+REPEAT_ENGINES = 5  # the engines the target is set over
+
+
+def engine_spread(batch: list[dict], runs: list[dict]) -> tuple[dict, list[str]]:
+    """Each honest kernel's eager speedup across the engines of one `scale` call, and the kernels
+    over AGREEMENT_FROM_MS whose CV across them exceeds REPEAT_CV (a target only with REPEAT_ENGINES
+    engines or more). A kernel any engine marked below the timing floor is left out: its speedup is
+    noise by design."""
+    spread, missed = {}, []
+    for i, entry in enumerate(batch):
+        verdicts = [r["verdicts"][i] for r in runs]
+        speedups = [v.get("speedup_eager") for v in verdicts]
+        if entry["kind"] != "honest" or len(runs) < 2 or not all(speedups):
+            continue
+        if any(v.get("below_timing_floor") for v in verdicts):
+            continue
+        if min(v.get("runtime_ms") or 0 for v in verdicts) < AGREEMENT_FROM_MS:
+            continue
+        cv = statistics.pstdev(speedups) / statistics.mean(speedups)
+        spread[entry["id"]] = {"speedup_eager": speedups, "cv": cv}
+        if cv > REPEAT_CV and len(runs) >= REPEAT_ENGINES:
+            missed.append(f"{entry['id']}: speedup CV {cv:.1%} over {len(runs)} engines ({speedups})")
+    return spread, missed
+
+
 class HostBusy:
     """The host's CPU busy share (all cores, from /proc/stat) second by second while in the `with`
     block: whether the engine's processes wait for the host rather than for the GPU."""
@@ -1172,6 +1198,16 @@ def scale(args) -> dict:
         elif item["kind"] == "cheat" and item["engine"] == "correct":
             failed.append(f"{item['id']}: cheat judged correct")
     failed += _disagreements(items, runs[0]["timeline"]["contexts_during_hold"])
+    spread, unsteady = engine_spread(batch, runs)
+    if spread:
+        worst = max(spread.items(), key=lambda kv: kv[1]["cv"])
+        print(
+            f"speedups across {len(runs)} engines: {len(spread)} honest kernels over {AGREEMENT_FROM_MS} ms, "
+            f"CV median {statistics.median(s['cv'] for s in spread.values()):.2%}, most {worst[1]['cv']:.2%} "
+            f"({worst[0]}); target <= {REPEAT_CV:.0%} over {REPEAT_ENGINES} engines",
+            flush=True,
+        )
+    failed += unsteady
     if disk_peak >= 0.10 * free_at_start:
         failed.append(
             f"peak disk +{disk_peak / 2**30:.2f} GiB is not below 10% of the "
@@ -1227,6 +1263,7 @@ def scale(args) -> dict:
             }
             for r in runs[1:]
         ],
+        "speedup_spread": spread,
         "naive_gpu_peak_mib": naive_gpu_peak,
         "naive_fooled": fooled,
         "failed": failed,

@@ -117,3 +117,27 @@ def test_a_kernel_timed_with_a_head_start_is_checked_against_do_bench_cudagraph(
     assert "do_bench's 0.430 ms" in line
     (line,) = engine_bench._disagreements([{**item, "runtime_stats": head_start, "do_bench_graph_ms": None}])
     assert "do_bench's 0.430 ms" in line
+
+
+def test_engine_spread_holds_honest_kernels_over_the_floor_to_the_cv_over_five_engines():
+    batch = [{"id": "honest", "kind": "honest"}, {"id": "cheat", "kind": "cheat"}, {"id": "tiny", "kind": "honest"}]
+
+    def run(speedup, tiny_floor=False):
+        return {
+            "verdicts": [
+                {"speedup_eager": speedup, "runtime_ms": 2.0, "below_timing_floor": False},
+                {"speedup_eager": 9.0, "runtime_ms": 2.0},  # a cheat's speedup is never held to anything
+                {"speedup_eager": speedup * 3, "runtime_ms": 0.01, "below_timing_floor": tiny_floor},
+            ]
+        }
+
+    steady = [run(1.0 + 0.01 * (i % 2)) for i in range(5)]
+    spread, missed = engine_bench.engine_spread(batch, steady)
+    assert list(spread) == ["honest"] and missed == []  # the cheat and the kernel under 0.1 ms are left out
+    assert spread["honest"]["cv"] < 0.01
+
+    unsteady = [run(s) for s in (1.0, 1.0, 1.0, 1.0, 1.3)]
+    _, (line,) = engine_bench.engine_spread(batch, unsteady)
+    assert line.startswith("honest: speedup CV") and "over 5 engines" in line
+    assert engine_bench.engine_spread(batch, unsteady[:4])[1] == []  # reported, but the target is set over five engines
+    assert engine_bench.engine_spread(batch, unsteady[:1]) == ({}, [])  # one engine: no spread to speak of
