@@ -59,6 +59,7 @@ from collections import Counter
 from unittest import mock
 
 import gate_replay  # beside this file: the stamps of the memory gate's reservations
+from gpu_clocks import GpuClocks  # beside this file: the GPU's clock through NVML
 
 import tritium
 
@@ -1021,6 +1022,34 @@ def _zygote_setting(setting: str):
             os.environ["TRITIUM_ZYGOTE"] = saved
 
 
+def hold_clocks(verdict: dict, clocks: GpuClocks) -> dict:
+    """The GPU's clock during a verdict's exclusive holds: the candidate's timed calls ("timed") and
+    its task's reference timing ("reference_timing"), where the verdict stamped them."""
+    phases, out = verdict.get("phases_ms") or {}, {}
+    for side, prefix in (("timed", "gpu."), ("reference_timing", "reference_timing.gpu.")):
+        if prefix + "held_at" in phases and prefix + "released_at" in phases:
+            out[side] = clocks.during(phases[prefix + "held_at"], phases[prefix + "released_at"])
+    return out
+
+
+def _print_spread(batch: list[dict], runs: list[dict], spread: dict) -> None:
+    """Each honest kernel's runtime in every engine, with the lowest SM clock and the clock-event
+    reasons NVML gave during its timed calls: whether a slower timing ran at a slower clock."""
+    for i, entry in enumerate(batch):
+        if entry["id"] not in spread:
+            continue
+        cells = []
+        for r in runs:
+            clock = r["clocks"][i].get("timed") or {}
+            ref = r["clocks"][i].get("reference_timing") or {}
+            cells.append(
+                f"{r['verdicts'][i].get('runtime_ms') or 0:.3f}@{clock.get('sm_mhz_min', '-')}"
+                f"{'[' + ','.join(clock['reasons']) + ']' if clock.get('reasons') else ''}"
+                f"/ref@{ref.get('sm_mhz_min', '-')}"
+            )
+        print(f"  {entry['id']:34} CV {spread[entry['id']]['cv']:.2%}: ms@SM MHz {' '.join(cells)}", flush=True)
+
+
 def _scale_engine(batch: list[dict], options: dict) -> dict:
     """One engine over the batch, with the disk, GPU memory and host sampled, its trusted processes'
     compile caches cold: its figures. `options` are the engine's, but "zygote" ("on", "off": its
@@ -1033,6 +1062,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         Peak(_gpu_memory_mib) as gpu,
         HostBusy() as host,
         GpuBusy() as kernels,
+        GpuClocks() as clocks,
     ):
         start_ms, start = time.time() * 1000, time.perf_counter()
         engine = tritium.Engine(**engine_options)
@@ -1055,6 +1085,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         "timeline": lock_timeline(verdicts, start_ms),
         "memory": memory_use(verdicts),
         "memory_time": memory_time(verdicts, start_ms, info.get("memory_budget_gb") or 0.0),
+        "clocks": [hold_clocks(v, clocks) for v in verdicts],
     }
     print(
         f"engine {options}: memory waits {info.get('memory_waits')}, retries alone {info.get('memory_retries')}, "
@@ -1207,6 +1238,7 @@ def scale(args) -> dict:
             f"({worst[0]}); target <= {REPEAT_CV:.0%} over {REPEAT_ENGINES} engines",
             flush=True,
         )
+        _print_spread(batch, runs, spread)
     failed += unsteady
     if disk_peak >= 0.10 * free_at_start:
         failed.append(
@@ -1250,6 +1282,7 @@ def scale(args) -> dict:
         "gpu_busy": runs[0]["gpu_busy"],
         "gpu_peak_mib": gpu_peak,
         "timeline": runs[0]["timeline"],
+        "clocks": runs[0]["clocks"],
         "memory": runs[0]["memory"],
         "other_runs": [
             {
@@ -1259,6 +1292,10 @@ def scale(args) -> dict:
                 "statuses": [v["status"] for v in r["verdicts"]],
                 "created_s": r["created_s"],
                 "phases_ms": [v.get("phases_ms") for v in r["verdicts"]],
+                "runtime_ms": [v.get("runtime_ms") for v in r["verdicts"]],
+                "speedup_eager": [v.get("speedup_eager") for v in r["verdicts"]],
+                "runtime_stats": [v.get("runtime_stats") for v in r["verdicts"]],
+                "clocks": r["clocks"],
                 "timeline": r["timeline"],
             }
             for r in runs[1:]
