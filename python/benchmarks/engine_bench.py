@@ -1034,7 +1034,8 @@ def hold_clocks(verdict: dict, clocks: GpuClocks) -> dict:
 
 def _print_spread(batch: list[dict], runs: list[dict], spread: dict) -> None:
     """Each honest kernel's runtime in every engine, with the lowest SM clock and the clock-event
-    reasons NVML gave during its timed calls: whether a slower timing ran at a slower clock."""
+    reasons NVML gave during its timed calls (whether a slower timing ran at a slower clock), and
+    the device allocations made inside them ("+2a": two cudaMalloc calls)."""
     for i, entry in enumerate(batch):
         if entry["id"] not in spread:
             continue
@@ -1042,12 +1043,14 @@ def _print_spread(batch: list[dict], runs: list[dict], spread: dict) -> None:
         for r in runs:
             clock = r["clocks"][i].get("timed") or {}
             ref = r["clocks"][i].get("reference_timing") or {}
+            calls = r["verdicts"][i].get("runtime_stats") or {}
             cells.append(
                 f"{r['verdicts'][i].get('runtime_ms') or 0:.3f}@{clock.get('sm_mhz_min', '-')}"
+                f"+{calls.get('device_allocs', '?')}a"
                 f"{'[' + ','.join(clock['reasons']) + ']' if clock.get('reasons') else ''}"
                 f"/ref@{ref.get('sm_mhz_min', '-')}"
             )
-        print(f"  {entry['id']:34} CV {spread[entry['id']]['cv']:.2%}: ms@SM MHz {' '.join(cells)}", flush=True)
+        print(f"  {entry['id']:34} CV {spread[entry['id']]['cv']:.2%}: ms@SM MHz+allocs {' '.join(cells)}", flush=True)
 
 
 def _scale_engine(batch: list[dict], options: dict) -> dict:

@@ -308,7 +308,9 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: Gpu
             add_since(phases, "lock_wait", waiting)
             with phase(phases, "timed"):
                 timer = Timer(device)
-                calls = warm_up_calls(timer, call, fresh)
+                calls = warm_up_calls(
+                    timer, call, fresh, keep=max(0, request["spots"] - 1)
+                )  # the last spot: the last call
                 spot_map = _spot_map(request["spots"], spot_inputs, chooser, calls)
                 result = measure(call, fresh, device, spot=spot_map, calls=calls, timer=timer)
         stats = {**result["stats"], "exclusive": exclusive}

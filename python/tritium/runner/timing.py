@@ -440,9 +440,29 @@ def planned_calls(ms_per_call: float) -> int:
     return int(min(MAX_CALLS, max(MIN_CALLS, TARGET_TIMED_MS / max(ms_per_call, 1e-3))))
 
 
-def warm_up_calls(timer: Timer, fn, fresh_inputs) -> int:
-    """Runs the warm-up calls (inputs -1, -2, ...) and plans the timed calls from the quickest."""
-    return planned_calls(min(timer.call(fn, fresh_inputs(-1 - j))[1] for j in range(WARMUP_CALLS)))
+def warm_up_calls(timer: Timer, fn, fresh_inputs, keep: int = 0) -> int:
+    """Runs the warm-up calls (inputs -1, -2, ...) and plans the timed calls from the quickest.
+    `keep`: how many outputs the timed calls hold at once beside the current one (the spot sets'):
+    the warm-up holds as many, so that the allocator has a cached block for every output of the
+    timed calls. Otherwise each call after a kept spot output allocated its output from the device
+    inside its timed region: a GPU-size cudaMalloc, during which the GPU waited for the host (a
+    6.4 GB GELU's calls 4.24 ms, the two after the spot sets 5.7-10.7 ms, on an H100, 2026-12-07)."""
+    held, quickest = [], float("inf")
+    for j in range(max(WARMUP_CALLS, keep + 1)):
+        out, ms, *_ = timer.call(fn, fresh_inputs(-1 - j))
+        quickest = min(quickest, ms)
+        held = (held + [out])[-keep:] if keep else []
+        del out
+    del held
+    return planned_calls(quickest)
+
+
+def _allocator_counts(device: str) -> tuple[int, int]:
+    """(cudaMalloc calls, failed ones retried after freeing the cache) so far in this process."""
+    if not device.startswith("cuda"):
+        return 0, 0
+    s = torch.cuda.memory_stats(device)
+    return s.get("num_device_alloc", 0), s.get("num_alloc_retries", 0)
 
 
 def measure(
@@ -464,6 +484,7 @@ def measure(
     if calls is None:
         calls = warm_up_calls(timer, fn, fresh_inputs)
     timed, spot_outputs = [], {}
+    allocs_before = _allocator_counts(device)
     for j in range(calls):
         inputs = spot[j]() if j in spot else fresh_inputs(j)
         out, *timings = timer.call(fn, inputs)
@@ -472,7 +493,9 @@ def measure(
         if j in spot:
             spot_outputs[j] = out
         del out
+    allocs, retries = (after - before for after, before in zip(_allocator_counts(device), allocs_before))
     times, info = timer.runtimes(timed, trusted)
+    info.update(device_allocs=allocs, alloc_retries=retries)  # inside the timed loop: each one may stall a call
     if info["host_bound_share"] > HOST_BOUND_SHARE:  # the per-call test only bounds the wait: measure it
         waited = timer.host_wait(fn, fresh_inputs, calls, timed)
         info.update(waited)
