@@ -59,7 +59,7 @@ from collections import Counter
 from unittest import mock
 
 import gate_replay  # beside this file: the stamps of the memory gate's reservations
-from gpu_clocks import GpuClocks  # beside this file: the GPU's clock through NVML
+from gpu_clocks import GpuClocks, Sampler  # beside this file: the GPU's clock through NVML
 
 import tritium
 
@@ -681,14 +681,13 @@ def engine_spread(batch: list[dict], runs: list[dict]) -> tuple[dict, list[str]]
     return spread, missed
 
 
-class HostBusy:
+class HostBusy(Sampler):
     """The host's CPU busy share (all cores, from /proc/stat) second by second while in the `with`
     block: whether the engine's processes wait for the host rather than for the GPU."""
 
     def __init__(self, every: float = 1.0):
+        super().__init__()
         self.every, self.shares = every, []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     @staticmethod
     def _times() -> tuple[int, int] | None:
@@ -711,14 +710,6 @@ class HostBusy:
         busy = sum(share > 0.9 for share in self.shares) / len(self.shares)
         tenths = "".join(str(min(9, int(share * 10))) for share in self.shares)  # a digit a second: 9 is 90% or more
         return f"mean {statistics.mean(self.shares):.0%}, over 90% in {busy:.0%} of {len(self.shares)} s: {tenths}"
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_):
-        self._stop.set()
-        self._thread.join()
 
 
 class GpuBusy(HostBusy):

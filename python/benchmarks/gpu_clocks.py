@@ -58,13 +58,31 @@ class _Nvml:
         self.lib.nvmlShutdown()
 
 
-class GpuClocks:
+class Sampler:
+    """A thread running `_run` while in a `with` block; `_stop` is set when the block ends."""
+
+    def __init__(self):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self._stop.set()
+        self._thread.join()
+
+
+class GpuClocks(Sampler):
     """Samples (epoch ms, SM MHz, W, reasons, C) every `every_s` in a thread while in the block."""
 
     def __init__(self, every_s: float = 0.01, index: int = 0):
+        super().__init__()
         self.every_s, self.index, self.samples = every_s, index, []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         try:
@@ -97,11 +115,3 @@ class GpuClocks:
             "temp_c_max": max(s[4] for s in inside),
             "reasons": reason_names(reasons),
         }
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_):
-        self._stop.set()
-        self._thread.join()
