@@ -308,9 +308,8 @@ def _timed_phase(model, request: dict, monitor: Monitor, filename: str, gpu: Gpu
             add_since(phases, "lock_wait", waiting)
             with phase(phases, "timed"):
                 timer = Timer(device)
-                calls = warm_up_calls(
-                    timer, call, fresh, keep=max(0, request["spots"] - 1)
-                )  # the last spot: the last call
+                kept = max(0, request["spots"] - 1)  # spot outputs held beside a call's: the last is the last call's
+                calls = warm_up_calls(timer, call, fresh, keep=kept)
                 spot_map = _spot_map(request["spots"], spot_inputs, chooser, calls)
                 result = measure(call, fresh, device, spot=spot_map, calls=calls, timer=timer)
         stats = {**result["stats"], "exclusive": exclusive}
