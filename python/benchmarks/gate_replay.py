@@ -122,38 +122,41 @@ class Replay:
 
             self.hold("timing", self.timings.get(task, Hold(0.0, 0.0)), done)
 
+    def next_prefetch(self) -> None:
+        while self.free_prefetch and self.queue:
+            task = self.queue.pop(0)
+            if task in self.ref_started:
+                continue
+            self.free_prefetch -= 1
+
+            def done():
+                self.free_prefetch += 1
+                self.next_prefetch()
+
+            self.reference(task, done)
+
+    def next_job(self) -> None:
+        if not self.jobs:
+            return
+        task, hold = self.jobs.pop(0)
+
+        def start():
+            self.hold("job", hold, lambda: (self.ends.append(self.now), self.next_job()))
+
+        if task in self.ref_done:
+            start()
+        else:
+            self.ref_waiters.setdefault(task, []).append(start)
+            if task not in self.ref_started:
+                self.reference(task, lambda: None)
+
     def run(self, tasks: list[str], jobs: list, slots: int, prefetch: int, timers: int) -> float:
         """The span from the first admission to the last release, in seconds."""
-        self.free_timers, free_prefetch, queue = timers, [prefetch], list(tasks)
-
-        def next_prefetch():
-            while free_prefetch[0] and queue:
-                task = queue.pop(0)
-                if task in self.ref_started:
-                    continue
-                free_prefetch[0] -= 1
-                self.reference(task, lambda: (free_prefetch.__setitem__(0, free_prefetch[0] + 1), next_prefetch()))
-
-        jobs = list(jobs)
-
-        def next_job():
-            if not jobs:
-                return
-            task, hold = jobs.pop(0)
-
-            def start():
-                self.hold("job", hold, lambda: (self.ends.append(self.now), next_job()))
-
-            if task in self.ref_done:
-                start()
-            else:
-                self.ref_waiters.setdefault(task, []).append(start)
-                if task not in self.ref_started:
-                    self.reference(task, lambda: None)
-
-        next_prefetch()
+        self.free_timers, self.free_prefetch = timers, prefetch
+        self.queue, self.jobs = list(tasks), list(jobs)
+        self.next_prefetch()
         for _ in range(slots):
-            next_job()
+            self.next_job()
         while self.events:
             self.now, _, fn = heapq.heappop(self.events)
             fn()
