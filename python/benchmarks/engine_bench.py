@@ -748,12 +748,16 @@ def _gpu_memory_mib() -> list[int]:
 
 
 # What either side imports (the engine's runners also torch._dynamo, imported before they fork).
-WARM_IMPORTS = "import torch, triton, triton.language, torch._dynamo, tritium.runner.candidate, tritium.runner.compare"
+WARM_IMPORTS = (
+    "import torch, triton, triton.language, torch._dynamo, tritium.runner.candidate, tritium.runner.compare; "
+    "from tritium.runner.triton_driver import warm_cache_key; warm_cache_key()"
+)
 
 
 def _warm_file_cache(device: str) -> float:
     """Imports what both sides import in a throwaway process (and makes a CUDA context), so that
-    neither pays for reading them from a cold disk, whichever runs first. (It does not explain why
+    neither pays for reading them from a cold disk, whichever runs first. Triton's key of its build
+    too: each side's first compile reads all of libtriton (500 MB) for it. (It does not explain why
     the first engine created on a fresh H200 machine took 12-17 s, the second 5.5 s.) Seconds."""
     began = time.perf_counter()
     # cuBLAS too (loaded at the first matmul, hundreds of MB): the suite's matmuls load it in the engine
@@ -943,6 +947,30 @@ def memory_time(verdicts: list[dict], start_ms: float, budget_gib: float) -> dic
     }
 
 
+def start_account(verdicts: list[dict], start_ms: float, info: dict) -> dict:
+    """Where the run's start went, up to its first reservation (nothing runs on the GPU before it):
+    the zygote's set-up after the creation (each role's imports, Triton's key: ms), the longest that
+    a reference waited for its size on the meta device (a trusted runner still setting up) and when
+    the first reservation was admitted (s from the start)."""
+    admitted = [at for v in verdicts for _, _, at, _, _ in gate_replay.reservations(v.get("phases_ms") or {})]
+    sized = [(v.get("phases_ms") or {}).get("reference.engine_footprint", 0.0) for v in verdicts]
+    return {
+        "zygote_set_up_ms": info.get("zygote_set_up_ms"),
+        "footprint_max_s": round(max(sized, default=0.0) / 1000, 2),
+        "first_admission_s": round((min(admitted) - start_ms) / 1000, 2) if admitted else None,
+    }
+
+
+def _print_start(start: dict) -> None:
+    set_up = start["zygote_set_up_ms"] or {}
+    steps = ", ".join(f"{k} {v / 1000:.1f}" for k, v in set_up.items())
+    print(
+        f"  start: first reservation {start['first_admission_s']} s in; references waited for their size up to "
+        f"{start['footprint_max_s']} s; zygote set-up (s): {steps or 'none'}",
+        flush=True,
+    )
+
+
 def _print_memory_time(m: dict, budget_gib: float) -> None:
     print(
         f"  memory x time (GiB x s): {m['total_gib_s']} ({', '.join(f'{k} {x}' for k, x in m['gib_s'].items())}); "
@@ -1080,6 +1108,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         "memory": memory_use(verdicts),
         "memory_time": memory_time(verdicts, start_ms, info.get("memory_budget_gb") or 0.0),
         "clocks": [hold_clocks(v, clocks) for v in verdicts],
+        "start": start_account(verdicts, start_ms, info),
     }
     print(
         f"engine {options}: memory waits {info.get('memory_waits')}, retries alone {info.get('memory_retries')}, "
@@ -1091,6 +1120,7 @@ def _scale_engine(batch: list[dict], options: dict) -> dict:
         f"engine: {len(batch)} items in {engine_s:.1f} s ({info['jobs']} jobs; created in {created_s:.1f} s: {steps})",
         flush=True,
     )
+    _print_start(run["start"])
     if run["gpu_peak"] is not None:
         print(f"  peak GPU memory used (MiB, per GPU): {gpu.peak}, +{run['gpu_peak']} over the start", flush=True)
     if host.shares:
@@ -1278,6 +1308,7 @@ def scale(args) -> dict:
         "timeline": runs[0]["timeline"],
         "clocks": runs[0]["clocks"],
         "memory": runs[0]["memory"],
+        "start": runs[0]["start"],
         "other_runs": [
             {
                 "options": r["options"],
@@ -1291,6 +1322,7 @@ def scale(args) -> dict:
                 "runtime_stats": [v.get("runtime_stats") for v in r["verdicts"]],
                 "clocks": r["clocks"],
                 "timeline": r["timeline"],
+                "start": r["start"],
             }
             for r in runs[1:]
         ],

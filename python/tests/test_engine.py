@@ -221,6 +221,23 @@ def test_info_says_what_each_step_of_the_engines_creation_took(zygote, monkeypat
 STEPS_AFTER = ["device_info", "runners", "sandbox_probe"]
 
 
+@pytest.mark.parametrize("zygote", ["1", "0"])
+def test_info_says_what_the_zygotes_set_up_took_once_a_runner_waited_for_it(zygote, monkeypatch):
+    # The first engine of a fresh H100 machine sized its first references 5-10 s late: its trusted
+    # runners came from a zygote still importing every role's modules.
+    monkeypatch.setenv("TRITIUM_ZYGOTE", zygote)
+    engine = tritium.Engine(device="cpu", jobs=1, static_check=False)
+    assert engine.info()["zygote_set_up_ms"] is None  # on the CPU runners start at their first job
+    (verdict,) = engine.evaluate([item("wrong_kernel.py")])
+    assert verdict["status"] == "incorrect"
+    took = engine.info()["zygote_set_up_ms"]
+    if zygote == "1":
+        assert set(took) == {"triton_key", "reference", "candidate", "comparer"}, took
+        assert took["reference"] > 0 and all(ms >= 0 for ms in took.values())
+    else:
+        assert took is None
+
+
 def test_an_engine_whose_zygote_is_killed_starts_its_runners_on_their_own():
     """Its runners die with it (their parent-death signal); the next batch's runners start as they
     did before the zygote, and the verdicts are the same."""

@@ -275,6 +275,13 @@ def test_the_zygote_forks_runners_that_serve_and_die_with_it(tmp_path):
         for role, light in (("reference", True), ("reference", False), ("candidate", False)):
             channel, answer = _fork_request(ours, role, tmp_path / f"{role}.log", light)
             assert answer["ok"], answer
+            # The first fork that is not light waited for every role's set-up, and says what it took.
+            took = answer.get("set_up_ms")
+            if len(runners) == 1:
+                assert set(took) == {"triton_key", "reference", "candidate", "comparer"}, took
+                assert all(ms >= 0 for ms in took.values()) and took["reference"] > 0
+            else:
+                assert took is None, took
             pid = answer["pid"]
             assert os.getpgid(pid) == pid  # its own group when the zygote answers, as a spawned runner's
             hello = protocol.read_frame(channel)

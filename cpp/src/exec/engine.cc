@@ -1126,6 +1126,8 @@ Json Engine::info() const {
           {"cache", o.cache.empty() ? Json(nullptr) : Json(o.cache)},
           {"sandbox", impl_->sandbox_report},
           {"startup_ms", impl_->startup_ms},  // Engine::create's steps
+          // The zygote's imports of every role, after the creation (null: none, or not yet done).
+          {"zygote_set_up_ms", impl_->zygote ? impl_->zygote->set_up_ms() : Json(nullptr)},
           {"unsafe_sandbox", o.unsafe_sandbox},
           {"versions", impl_->versions()}};
 }

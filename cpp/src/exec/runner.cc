@@ -264,6 +264,11 @@ std::optional<Error> Zygote::spawn() {
   return Error{fmt::format("the runner zygote ({} -m tritium.runner --zygote) did not start", python_)};
 }
 
+Json Zygote::set_up_ms() const {
+  std::lock_guard lock(mutex_);
+  return set_up_ms_;
+}
+
 Result<process::Child> Zygote::fork(const RunnerOptions& options, int channel, const std::string& log_path) {
   std::lock_guard lock(mutex_);
   if (channel_ < 0) return Error{"the runner zygote is not running"};
@@ -284,6 +289,7 @@ Result<process::Child> Zygote::fork(const RunnerOptions& options, int channel, c
   const Json reply = Json::parse(payload, nullptr, false);
   if (!reply.is_object() || !reply.value("ok", false) || !reply.contains("pid") || !reply["pid"].is_number_integer())
     return Error{fmt::format("the runner zygote could not fork: {}", reply.is_object() ? reply.dump() : payload)};
+  if (reply.contains("set_up_ms")) set_up_ms_ = reply["set_up_ms"];
   const pid_t pid = reply["pid"].get<pid_t>();
   auto child = process::adopt(pid);
   if (!child) {  // it cannot be followed: gone, or a kernel without pidfds; the runner starts on its own

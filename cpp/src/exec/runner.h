@@ -50,6 +50,9 @@ class Zygote {
   Result<process::Child> fork(const RunnerOptions& options, int channel, const std::string& log_path);
   /// What it said when it started.
   const Json& hello() const { return hello_; }
+  /// The ms of each step of its set-up (every role's imports, Triton's key), once a fork waited for
+  /// it; null before.
+  Json set_up_ms() const;
 
  private:
   std::optional<Error> spawn();
@@ -57,13 +60,14 @@ class Zygote {
 
   std::string python_, device_, scratch_, log_path_;
   bool warm_compile_;
-  std::mutex mutex_;  // one fork at a time
+  mutable std::mutex mutex_;  // one fork at a time
   std::condition_variable stopping_cv_;
   bool stopping_ = false;
   std::thread keeper_;
   process::Child child_;
   int channel_ = -1;
   Json hello_;
+  Json set_up_ms_;
 };
 
 /// Starts lazily, answers one request at a time, and is killed (whole process group) on timeout

@@ -9,9 +9,11 @@ starts another.
 """
 
 import argparse
+import contextlib
 import os
 import socket
 import sys
+import threading
 import time
 
 from .lifetime import die_with_parent
@@ -102,17 +104,9 @@ def _sandbox_probe(request: dict) -> dict:
 LIGHT_OPS = {"device_info": _device_info, "sandbox_probe": _sandbox_probe}
 
 
-def _set_up(role: str, warm_compile: bool) -> dict:
-    """The role's handlers, its modules imported and warmed up once here, not in every forked worker.
-    Done before the hello; with --light-first, after it and the light requests (LIGHT_OPS) that an
-    engine's creation makes: it waited for its first runner's hello, which these imports held back
-    (6.2 s of a 9.5-s creation, H100 2026-12-07)."""
-    from .triton_driver import warm_cache_key
-
-    warm_cache_key()
+def _role_handlers(role: str, warm_compile: bool) -> dict:
+    """The role's handlers, its modules imported and warmed up once here, not in every forked worker."""
     if role == "candidate":
-        import triton.language  # noqa: F401
-
         from .candidate import evaluate, warm_up
 
         warm_up()
@@ -142,6 +136,38 @@ def _set_up(role: str, warm_compile: bool) -> dict:
     }
 
 
+def set_up(roles: tuple[str, ...], warm_compile: bool, took_ms: dict | None = None) -> dict:
+    """The last of `roles`' handlers, every role's modules imported (and Inductor for the reference
+    role with `warm_compile`). Done before the hello; with --light-first, after it and the light
+    requests (LIGHT_OPS) that an engine's creation makes: it waited for its first runner's hello,
+    which these imports held back (6.2 s of a 9.5-s creation, H100 2026-12-07). Triton's key of its
+    build is computed in a thread beside the imports: reading and hashing libtriton (500 MB) waits
+    on the disk or in hashlib, both outside the GIL, and a cold disk made it seconds. `took_ms`
+    gets the ms of each step (the key's in its thread)."""
+    from .triton_driver import warm_cache_key
+
+    with contextlib.suppress(ImportError):  # every module the key's walk imports, imported before the thread starts
+        import triton.language  # noqa: F401
+    took_ms = {} if took_ms is None else took_ms
+    key = threading.Thread(target=_timed, args=(took_ms, "triton_key", warm_cache_key), name="triton-key")
+    key.start()
+    handlers = {}
+    try:
+        for role in roles:
+            handlers = _timed(took_ms, role, _role_handlers, role, warm_compile and role == "reference")
+    finally:
+        key.join()  # no thread may be running when the process forks
+    return handlers
+
+
+def _timed(took_ms: dict, name: str, fn, *args):
+    began = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        took_ms[name] = (time.perf_counter() - began) * 1000
+
+
 def serve(channel: socket.socket, device: str, role: str, options: dict, startup_ms: dict, began: float) -> int:
     """Says hello on `channel`, then answers its requests until it closes. `options`: threads,
     warm_compile, light_first (the command line's flags); `began`: when the runner's imports began."""
@@ -159,7 +185,7 @@ def serve(channel: socket.socket, device: str, role: str, options: dict, startup
 
         seed = options.get("driver_seed") or DriverSeed()
     light_first = bool(options.get("light_first")) and role == "reference"
-    handlers = None if light_first else _set_up(role, warm_compile)
+    handlers = None if light_first else set_up((role,), warm_compile)
     startup_ms["imports"] = (time.perf_counter() - began) * 1000
     hello = _hello(device, startup_ms)
     protocol.write_frame(channel, hello)
@@ -168,7 +194,7 @@ def serve(channel: socket.socket, device: str, role: str, options: dict, startup
     while (request := protocol.read_frame(channel)) is not None:
         op = request.get("op")
         if handlers is None and op not in LIGHT_OPS:
-            handlers = _set_up(role, warm_compile)
+            handlers = set_up((role,), warm_compile)
         handler = (handlers if handlers is not None else LIGHT_OPS).get(op)
         healthy = True
         if handler is None:
@@ -194,7 +220,7 @@ def serve(channel: socket.socket, device: str, role: str, options: dict, startup
         if not healthy:
             break
         if handlers is None and op == "sandbox_probe":  # an engine's creation asks nothing after it
-            handlers = _set_up(role, warm_compile)
+            handlers = set_up((role,), warm_compile)
     return 0
 
 

@@ -13,6 +13,7 @@ import contextlib
 import copy
 import functools
 import os
+import threading
 import time
 
 import torch
@@ -506,14 +507,20 @@ def warm_compile() -> None:
     """Imports Inductor, which a reference timing's torch.compile imports at its first call: 1.4-1.6
     s in every forked worker (H200), spent while the timing's device memory is reserved. Imported
     in the runner, every worker it forks has it. Inductor starts no thread when imported (a fork
-    would not carry one). Its key of torch's own build (a hash of torch's sources, 0.9 s on this
-    2-core machine, kept per process) is computed here too, not in every timing's compile."""
+    would not carry one). Its key of torch's own build (a hash of torch's 2,300 source files, kept
+    per process) is computed here too, not in every timing's compile: in a thread beside the rest
+    of Inductor's imports, since reading and hashing the files mostly waits outside the GIL."""
     import torch._inductor.codecache as codecache
-    import torch._inductor.compile_fx  # noqa: F401
 
     torch_key = getattr(codecache, "torch_key", None)
-    if torch_key is not None:
-        torch_key()
+    hashing = threading.Thread(target=torch_key, name="torch-key") if torch_key is not None else None
+    if hashing is not None:
+        hashing.start()
+    try:
+        import torch._inductor.compile_fx  # noqa: F401
+    finally:
+        if hashing is not None:
+            hashing.join()  # no thread may be running when the process forks
 
 
 def _build(request: dict, filename: str, seed: int):

@@ -68,8 +68,7 @@ class Zygote:
             for fd in fds:
                 os.close(fd)
             return {"ok": False, "error": "a zygote forks runners: op fork, a role and one descriptor"}
-        if not request.get("light_first"):
-            self._set_up()
+        set_up_ms = None if request.get("light_first") else self._set_up()
         sys.stdout.flush()
         sys.stderr.flush()
         # Its objects out of the collector's sight: a collection in a runner would otherwise write to
@@ -83,21 +82,23 @@ class Zygote:
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)
         os.close(fds[0])
-        return {"ok": True, "pid": pid}
+        return {"ok": True, "pid": pid, **({"set_up_ms": set_up_ms} if set_up_ms else {})}
 
-    def _set_up(self) -> None:
-        """Every role's modules, imported and warmed up as each role's runner would (once)."""
+    def _set_up(self) -> dict | None:
+        """Every role's modules, imported and warmed up as each role's runner would (once): the ms
+        of each step then, None when done before."""
         if self.ready:
-            return
-        from .__main__ import _set_up
+            return None
+        from .__main__ import set_up
 
-        for role in RUNNER_ROLES:
-            _set_up(role, self.warm_compile and role == "reference")
-        if self.device.startswith("cuda"):
+        if self.device.startswith("cuda"):  # its build, a process of its own, beside the imports
             from .triton_driver import SharedDriverSeed
 
             self.driver_seed = SharedDriverSeed(os.path.join(self.scratch, "triton-driver"))
+        took_ms = {}
+        set_up(RUNNER_ROLES, self.warm_compile, took_ms)
         self.ready = True
+        return took_ms
 
     def _runner(self, request: dict, channel_fd: int) -> int:
         """In the forked child: becomes the runner the request describes; never returns to the zygote."""
