@@ -1069,7 +1069,29 @@ def _print_spread(batch: list[dict], runs: list[dict], spread: dict) -> None:
                 f"{'[' + ','.join(clock['reasons']) + ']' if clock.get('reasons') else ''}"
                 f"/ref@{ref.get('sm_mhz_min', '-')}"
             )
-        print(f"  {entry['id']:34} CV {spread[entry['id']]['cv']:.2%}: ms@SM MHz+allocs {' '.join(cells)}", flush=True)
+        cv = spread[entry["id"]]["cv"]
+        print(f"  {entry['id']:34} CV {cv:.2%}: ms@SM MHz+allocs {' '.join(cells)}", flush=True)
+        if cv > REPEAT_CV:  # where each engine's calls ran, and how long they took there
+            for k, r in enumerate(runs):
+                print(
+                    f"    engine {k}: {placement_times((r['verdicts'][i].get('runtime_stats') or {}).get('per_call'))}"
+                )
+
+
+def placement_times(per_call: dict | None) -> str:
+    """A timing's calls grouped by placement (timing.per_call): each one's output address less its
+    input's (MiB), the calls' median ms there and their count."""
+    if not per_call:
+        return "no calls recorded"
+    groups = {}
+    for ms, k in zip(per_call["ms"], per_call["placement"]):
+        groups.setdefault(k, []).append(ms)
+    cells = []
+    for k, times in groups.items():
+        source, output = per_call["placements"][k]
+        apart = f"{(output - source) / 2**20:+.0f} MiB" if source is not None and output is not None else "?"
+        cells.append(f"out-in {apart}: {statistics.median(times):.3f} ms x{len(times)}")
+    return "; ".join(cells)
 
 
 def _scale_engine(batch: list[dict], options: dict) -> dict:

@@ -141,3 +141,17 @@ def test_engine_spread_holds_honest_kernels_over_the_floor_to_the_cv_over_five_e
     assert line.startswith("honest: speedup CV") and "over 5 engines" in line
     assert engine_bench.engine_spread(batch, unsteady[:4])[1] == []  # reported, but the target is set over five engines
     assert engine_bench.engine_spread(batch, unsteady[:1]) == ({}, [])  # one engine: no spread to speak of
+
+
+def test_placement_times_groups_a_timings_calls_by_where_their_tensors_lay():
+    mib = 2**20
+    per_call = {
+        "ms": [4.30, 5.01, 4.31, 5.00, 5.02],
+        "placement": [0, 1, 0, 1, 1],
+        "placements": [[100 * mib, 200 * mib], [100 * mib, 40 * mib]],
+    }
+    line = engine_bench.placement_times(per_call)
+    assert line == "out-in +100 MiB: 4.305 ms x2; out-in -60 MiB: 5.010 ms x3"
+    assert engine_bench.placement_times(None) == "no calls recorded"
+    unknown = engine_bench.placement_times({"ms": [1.0], "placement": [0], "placements": [[None, 5]]})
+    assert unknown == "out-in ?: 1.000 ms x1"

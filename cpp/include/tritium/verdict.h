@@ -25,7 +25,7 @@ struct Verdict {
   std::optional<double> max_abs_err, max_rel_err;
   std::optional<double> runtime_ms, ref_eager_ms, ref_compile_ms, speedup_eager, speedup_compile;
   std::optional<double> coverage;  // share of the candidate's CUDA time in its own kernels
-  Json runtime_stats;              // {n, median_ms, min_ms, p25_ms, p75_ms, max_ms, std_ms} or null
+  Json runtime_stats;              // {n, median_ms, min_ms, p25_ms, p75_ms, max_ms, std_ms, ...} or null
   std::string timing_note;
   // The candidate's timing or its eager reference's was host-bound (the GPU waited for the host's
   // launches in most calls): its runtime moves with the host's load, so its speedups are noise

@@ -70,6 +70,11 @@ HEAD_START_MAX_MS = 20.0
 # calls to speak of, repeated only within 22% (max/min) over three engine runs on the H200
 # (2026-12-02, engine_bench.py small); a microsecond of jitter is 5% of 20 us.
 FLOOR_MS = 0.02
+# A timing of at most this many calls (a GPU-size kernel's 10-20) reports each call's time and where
+# its first input and output lay (`per_call`): an honest ReLU over 6.4 GB timed bimodally in one
+# engine of five on an H100 (half its calls 4.30 ms, half 5.01; 2026-12-07) with nothing else on
+# the GPU, which a placement of its tensors would explain and nothing recorded could tell.
+PER_CALL_MAX = 32
 
 
 def lock_name(uuid) -> str | None:
@@ -483,11 +488,12 @@ def measure(
     timer = timer or Timer(device)
     if calls is None:
         calls = warm_up_calls(timer, fn, fresh_inputs)
-    timed, spot_outputs = [], {}
+    timed, spot_outputs, placed = [], {}, []
     allocs_before = _allocator_counts(device)
     for j in range(calls):
         inputs = spot[j]() if j in spot else fresh_inputs(j)
         out, *timings = timer.call(fn, inputs)
+        placed.append((_first_address(inputs), _first_address(out)))
         del inputs  # before the next call's are made: one input set at a time
         timed.append(tuple(timings))
         if j in spot:
@@ -496,11 +502,38 @@ def measure(
     allocs, retries = (after - before for after, before in zip(_allocator_counts(device), allocs_before))
     times, info = timer.runtimes(timed, trusted)
     info.update(device_allocs=allocs, alloc_retries=retries)  # inside the timed loop: each one may stall a call
+    if calls <= PER_CALL_MAX:
+        info["per_call"] = per_call(times, placed)
     if info["host_bound_share"] > HOST_BOUND_SHARE:  # the per-call test only bounds the wait: measure it
         waited = timer.host_wait(fn, fresh_inputs, calls, timed)
         info.update(waited)
         info["below_floor"] = waited.get("host_bound", True) or statistics.median(times) < FLOOR_MS
     return {"stats": {**stats(times), **info}, "spot_outputs": spot_outputs}
+
+
+def _first_address(value) -> int | None:
+    """The data address of the first tensor in `value` (a tensor, or a list or tuple of values);
+    None where there is none, or where a candidate's tensor will not tell (a subclass may raise)."""
+    if isinstance(value, torch.Tensor):
+        try:
+            return int(value.data_ptr())
+        except Exception:  # noqa: BLE001 - a record for the benchmark, never a failure of the timing
+            return None
+    for item in value if isinstance(value, (list, tuple)) else ():
+        if (address := _first_address(item)) is not None:
+            return address
+    return None
+
+
+def per_call(times: list[float], placed: list[tuple]) -> dict:
+    """Each call's ms and its placement: the index, in `placements`, of the (first input's, first
+    output's) data addresses it ran on."""
+    placements = list(dict.fromkeys(placed))
+    return {
+        "ms": [round(t, 4) for t in times],
+        "placement": [placements.index(p) for p in placed],
+        "placements": [list(p) for p in placements],
+    }
 
 
 def kernel_coverage(fn, inputs: list, kernel_names: set[str], gpu: GpuLock, calls: int = 3) -> dict:
