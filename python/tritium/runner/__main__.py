@@ -13,7 +13,6 @@ import contextlib
 import os
 import socket
 import sys
-import threading
 import time
 
 from .lifetime import die_with_parent
@@ -144,28 +143,24 @@ def set_up(roles: tuple[str, ...], warm_compile: bool, took_ms: dict | None = No
     build is computed in a thread beside the imports: reading and hashing libtriton (500 MB) waits
     on the disk or in hashlib, both outside the GIL, and a cold disk made it seconds. `took_ms`
     gets the ms of each step (the key's in its thread)."""
+    from .lifetime import beside
+    from .phases import phase
     from .triton_driver import warm_cache_key
 
     with contextlib.suppress(ImportError):  # every module the key's walk imports, imported before the thread starts
         import triton.language  # noqa: F401
     took_ms = {} if took_ms is None else took_ms
-    key = threading.Thread(target=_timed, args=(took_ms, "triton_key", warm_cache_key), name="triton-key")
-    key.start()
+
+    def key() -> None:
+        with phase(took_ms, "triton_key"):
+            warm_cache_key()
+
     handlers = {}
-    try:
+    with beside(key, "triton-key"):
         for role in roles:
-            handlers = _timed(took_ms, role, _role_handlers, role, warm_compile and role == "reference")
-    finally:
-        key.join()  # no thread may be running when the process forks
+            with phase(took_ms, role):
+                handlers = _role_handlers(role, warm_compile and role == "reference")
     return handlers
-
-
-def _timed(took_ms: dict, name: str, fn, *args):
-    began = time.perf_counter()
-    try:
-        return fn(*args)
-    finally:
-        took_ms[name] = (time.perf_counter() - began) * 1000
 
 
 def serve(channel: socket.socket, device: str, role: str, options: dict, startup_ms: dict, began: float) -> int:

@@ -13,13 +13,13 @@ import contextlib
 import copy
 import functools
 import os
-import threading
 import time
 
 import torch
 
 from . import footprint as trial_footprint
 from . import inputs as trial_inputs
+from .lifetime import beside
 from .phases import add_since, phase
 from .tasks import (
     TaskFailure,
@@ -513,14 +513,8 @@ def warm_compile() -> None:
     import torch._inductor.codecache as codecache
 
     torch_key = getattr(codecache, "torch_key", None)
-    hashing = threading.Thread(target=torch_key, name="torch-key") if torch_key is not None else None
-    if hashing is not None:
-        hashing.start()
-    try:
+    with beside(torch_key, "torch-key") if torch_key is not None else contextlib.nullcontext():
         import torch._inductor.compile_fx  # noqa: F401
-    finally:
-        if hashing is not None:
-            hashing.join()  # no thread may be running when the process forks
 
 
 def _build(request: dict, filename: str, seed: int):

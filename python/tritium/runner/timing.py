@@ -493,7 +493,8 @@ def measure(
     for j in range(calls):
         inputs = spot[j]() if j in spot else fresh_inputs(j)
         out, *timings = timer.call(fn, inputs)
-        placed.append((_first_address(inputs), _first_address(out)))
+        if calls <= PER_CALL_MAX:  # recorded for short timings only: nothing more between a long one's calls
+            placed.append((_first_address(inputs), _first_address(out)))
         del inputs  # before the next call's are made: one input set at a time
         timed.append(tuple(timings))
         if j in spot:
@@ -502,7 +503,7 @@ def measure(
     allocs, retries = (after - before for after, before in zip(_allocator_counts(device), allocs_before))
     times, info = timer.runtimes(timed, trusted)
     info.update(device_allocs=allocs, alloc_retries=retries)  # inside the timed loop: each one may stall a call
-    if calls <= PER_CALL_MAX:
+    if placed:
         info["per_call"] = per_call(times, placed)
     if info["host_bound_share"] > HOST_BOUND_SHARE:  # the per-call test only bounds the wait: measure it
         waited = timer.host_wait(fn, fresh_inputs, calls, timed)
