@@ -176,11 +176,13 @@ class _SimulatedTimer(timing.Timer):
         self.head_starts = []
 
     def call(self, fn, inputs, head_start_ms=0.0):
-        fn(*inputs)
         waited = 0.0 if head_start_ms >= self.host_ms else max(0.0, self.host_ms - self.lag_ms - self.flush_ms)
         self.head_starts.append(head_start_ms)
         stream = waited + self.device_ms
-        return None, stream, stream, self.host_ms, self.flush_ms
+        return fn(*inputs), stream, stream, self.host_ms, self.flush_ms
+
+    def round_trip(self, ms):  # the device's end is the stream's here: no wake-up to calibrate
+        return 0.0
 
 
 @pytest.mark.parametrize(
@@ -209,6 +211,64 @@ def test_a_timing_the_per_call_test_marks_is_measured_again_with_a_head_start(de
         assert made[20:] == list(range(20, 20 + timing.HEAD_START_CALLS))  # fresh inputs of their own
         assert info["host_wait_ms"] == pytest.approx(max(0.0, host_ms - lag_ms - 0.08))
         assert info["host_bound"] is host_bound
+
+
+def test_a_timing_whose_gpu_waited_for_the_host_reports_the_head_starts_times():
+    # An honest LayerNorm of 0.29 ms whose three launches outlast the flush (H100, 2026-12-07): the
+    # GPU waited 0.02 ms a call for the host, which a busier host made longer in one engine of five.
+    timer = _SimulatedTimer(device_ms=0.29, host_ms=0.40, lag_ms=0.30)
+    info = timing.measure(lambda *_: None, lambda j: [], "cuda", calls=20, timer=timer, trusted=True)["stats"]
+    assert info["host_wait_ms"] == pytest.approx(0.02) and info["host_bound"] is False
+    assert info["median_ms"] == pytest.approx(0.29) and info["n"] == timing.HEAD_START_CALLS  # the GPU's work
+    assert info["timed_median_ms"] == pytest.approx(0.31) and info["below_floor"] is False
+
+
+def test_a_host_bound_timing_keeps_its_timed_calls_slowdown():
+    # 0.22 ms of waiting on a 0.05 ms kernel: below the floor, and the slowdown it measured stands
+    timer = _SimulatedTimer(device_ms=0.05, host_ms=0.30, lag_ms=0.0)
+    info = timing.measure(lambda *_: None, lambda j: [], "cuda", calls=20, timer=timer, trusted=True)["stats"]
+    assert info["below_floor"] is True and info["median_ms"] == pytest.approx(0.27) and info["n"] == 20
+    assert "timed_median_ms" not in info
+
+
+def test_the_last_spot_set_moves_to_the_last_head_start_call():
+    """No call after the spot checks goes unchecked: where the timing is measured again with a head
+    start (whose times may then stand), the spot set of the last call is checked at the last
+    head-start call instead, and the last timed call gets fresh inputs."""
+    timer = _SimulatedTimer(device_ms=0.29, host_ms=0.40, lag_ms=0.30)
+    made, spots = [], []
+    spot = {3: lambda: spots.append(3) or ["spot 3"], 19: lambda: spots.append(19) or ["spot 19"]}
+    result = timing.measure(
+        lambda x: x, lambda j: made.append(j) or [f"fresh {j}"], "cuda", spot=spot, calls=20, timer=timer
+    )
+    assert spots == [3, 19] and set(result["spot_outputs"]) == {3, 19}
+    assert result["spot_outputs"][19] == "spot 19" and result["spot_outputs"][3] == "spot 3"
+    # the timed calls' fresh sets, the last among them; then all head-start calls but the last
+    assert made == [j for j in range(20) if j != 3] + list(range(20, 20 + timing.HEAD_START_CALLS - 1))
+    assert timer.head_starts[-1] > 0  # the spot set's call had the head start
+    # a timing the per-call test passes keeps its spot set at its last call
+    quick, spots[:] = _SimulatedTimer(device_ms=2.0, host_ms=0.10, lag_ms=0.01), []
+    timing.measure(lambda x: x, lambda j: [j], "cuda", spot=spot, calls=20, timer=quick)
+    assert spots == [3, 19] and quick.head_starts == [0.0] * 20
+
+
+@pytest.mark.parametrize(
+    "waited, timed_to, host_ms, stands",
+    [
+        ({"host_bound": False, "host_wait_ms": 0.02}, "stream", 0.40, True),
+        ({"host_bound": True, "host_wait_ms": 0.20}, "stream", 0.40, False),  # host-bound: the slowdown stands
+        ({"host_bound": False, "host_wait_ms": 0.02}, "device", 0.40, False),  # side streams could hide under the sleep
+        (
+            {"host_bound": False, "host_wait_ms": 0.02},
+            "stream",
+            0.09,
+            False,
+        ),  # more wait than the host's launching explains
+    ],
+)
+def test_head_start_times_stand_only_where_the_hosts_launching_explains_the_wait(waited, timed_to, host_ms, stands):
+    calls = [(0.31, 0.31, host_ms, 0.08)] * 5
+    assert timing._head_start_stands(waited, {"timed_to": timed_to}, calls) is stands
 
 
 def test_the_timing_compiles_in_its_own_process_without_inductors_pool(monkeypatch):
