@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -280,7 +281,8 @@ Result<process::Child> Zygote::fork(const RunnerOptions& options, int channel, c
                      {"light_first", options.light_first},  // forked before the zygote's imports of every role
                      {"log", log_path}};
   std::string payload;
-  // The first fork that is not light waits for the zygote's imports (seconds).
+  // The first fork that is not light waits for what is left of the zygote's imports (seconds).
+  const auto asked = std::chrono::steady_clock::now();
   if (!write_frame(channel_, request.dump()) || !send_descriptor(channel_, channel) ||
       read_frame(channel_, deadline_after(kStartupTimeoutS), payload) != ReadStatus::ok) {
     stop_locked();
@@ -289,7 +291,11 @@ Result<process::Child> Zygote::fork(const RunnerOptions& options, int channel, c
   const Json reply = Json::parse(payload, nullptr, false);
   if (!reply.is_object() || !reply.value("ok", false) || !reply.contains("pid") || !reply["pid"].is_number_integer())
     return Error{fmt::format("the runner zygote could not fork: {}", reply.is_object() ? reply.dump() : payload)};
-  if (reply.contains("set_up_ms")) set_up_ms_ = reply["set_up_ms"];
+  if (reply.contains("set_up_ms") && reply["set_up_ms"].is_object()) {  // the first fork after the set-up
+    set_up_ms_ = reply["set_up_ms"];
+    set_up_ms_["fork_waited"] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count();
+  }
   const pid_t pid = reply["pid"].get<pid_t>();
   auto child = process::adopt(pid);
   if (!child) {  // it cannot be followed: gone, or a kernel without pidfds; the runner starts on its own

@@ -16,7 +16,7 @@ the zygote (parent-death signal), and the zygote, which ignores SIGCHLD, never l
 A runner with `light_first` (the engine's first, which answers creation's light requests) is forked
 at once; the others after the imports of every role, done once: right after the light runner's
 fork, while the engine's creation goes on and its caller prepares a batch, so that the batch's first
-runners wait for what is left of it (the first fork's answer says how long: `fork_waited`), not
+runners wait for what is left of it (the engine says how long: `fork_waited`), not
 for all of it (8.4 s cold on a fresh H100, 2026-12-07, the batch's first reference held back as long).
 """
 
@@ -76,11 +76,8 @@ class Zygote:
             return {"ok": False, "error": "a zygote forks runners: op fork, a role and one descriptor"}
         set_up_ms = None
         if not request.get("light_first"):
-            waiting = time.perf_counter()
             self._set_up()
-            if self.set_up_ms is not None:  # the first fork that needed it reports it, and its own wait
-                set_up_ms = {**self.set_up_ms, "fork_waited": (time.perf_counter() - waiting) * 1000}
-                self.set_up_ms = None
+            set_up_ms, self.set_up_ms = self.set_up_ms, None  # the first fork after it reports it
         sys.stdout.flush()
         sys.stderr.flush()
         # Its objects out of the collector's sight: a collection in a runner would otherwise write to
