@@ -255,15 +255,14 @@ def test_the_last_spot_set_moves_to_the_last_head_start_call():
 @pytest.mark.parametrize(
     "waited, timed_to, host_ms, stands",
     [
-        ({"host_bound": False, "host_wait_ms": 0.02}, "stream", 0.40, True),
-        ({"host_bound": True, "host_wait_ms": 0.20}, "stream", 0.40, False),  # host-bound: the slowdown stands
-        ({"host_bound": False, "host_wait_ms": 0.02}, "device", 0.40, False),  # side streams could hide under the sleep
-        (
-            {"host_bound": False, "host_wait_ms": 0.02},
-            "stream",
-            0.09,
-            False,
-        ),  # more wait than the host's launching explains
+        pytest.param({"host_bound": False, "host_wait_ms": 0.02}, "stream", 0.40, True, id="stands"),
+        pytest.param(
+            {"host_bound": True, "host_wait_ms": 0.20}, "stream", 0.40, False, id="host-bound: slowdown stands"
+        ),
+        pytest.param(
+            {"host_bound": False, "host_wait_ms": 0.02}, "device", 0.40, False, id="side streams: sleep hides"
+        ),
+        pytest.param({"host_bound": False, "host_wait_ms": 0.02}, "stream", 0.09, False, id="wait not explained"),
     ],
 )
 def test_head_start_times_stand_only_where_the_hosts_launching_explains_the_wait(waited, timed_to, host_ms, stands):
